@@ -1,0 +1,38 @@
+# Every target sets up .venv first; nothing depends on what was installed by hand.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup lint
+	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
+lint: setup
+	$(VENV)/bin/cfn-lint template.yaml
+
+demo: setup
+	$(VENV)/bin/smq local demo
+
+bench: bench-scheduler bench-trainer
+
+bench-scheduler: setup
+	$(PY) bench/bench_scheduler.py
+
+bench-trainer: setup
+	$(PY) bench/bench_trainer.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .smq-local

@@ -1,0 +1,36 @@
+"""What a scheduling pass asks the edges to do. Every action carries the reason a person can read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StartJob:
+    """Create attempt `attempt` of a pending job (pending → starting)."""
+
+    job_name: str
+    attempt: int
+    reason: str
+    backfill: bool = False
+
+
+@dataclass(frozen=True)
+class PreemptJob:
+    """Stop the live attempt of a job to make room for `for_job` (→ preempting)."""
+
+    job_name: str
+    attempt: int
+    for_job: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExplainWait:
+    """Record why a pending job is still waiting (only emitted when the reason changed)."""
+
+    job_name: str
+    reason: str
+
+
+Action = StartJob | PreemptJob | ExplainWait
