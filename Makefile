@@ -18,7 +18,7 @@ test: setup lint
 	$(PY) -m pytest
 
 test-fast: setup
-	$(PY) -m pytest -m "not slow"
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -m "not slow"
 
 lint: setup
 	$(VENV)/bin/cfn-lint template.yaml

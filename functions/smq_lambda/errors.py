@@ -59,3 +59,17 @@ class StartRefused(SmqError):
         super().__init__(reason)
         self.reason = reason
         self.lasting = lasting
+
+
+class ConfigError(SmqError):
+    """The deployment's configuration (the pools parameter) is missing or malformed."""
+
+
+class TrainingServiceError(SmqError):
+    """A SageMaker call other than a start failed for a reason the queue cannot act on now (throttling,
+    an outage). Nothing changed in the queue; the next pass or reconciliation tries again."""
+
+    def __init__(self, operation: str, code: str, message: str) -> None:
+        super().__init__(f"{operation} failed: {code}: {message}")
+        self.operation = operation
+        self.code = code

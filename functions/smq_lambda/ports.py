@@ -93,3 +93,20 @@ class SchedulerTrigger(Protocol):
     def kick(self, reason: str) -> None:
         """Ask for a scheduling pass soon (asynchronously)."""
         ...
+
+
+class PassLease(Protocol):
+    """Serializes scheduling passes: only a pass holding the lease may start jobs.
+
+    A pass that finds the lease taken asks the holder to run once more instead of waiting, so a
+    change that arrives during a pass is never left unscheduled.
+    """
+
+    def try_acquire(self, owner: str, now: datetime) -> bool: ...
+
+    def request_rerun(self) -> None: ...
+
+    def release(self, owner: str) -> bool:
+        """True when released; False when a rerun was requested meanwhile (the flag is cleared and
+        the caller still holds the lease and must run another pass)."""
+        ...

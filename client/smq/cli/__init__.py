@@ -1,0 +1,1 @@
+"""The `smq` command line (entry point `smq.cli.main:main`)."""

@@ -1,0 +1,105 @@
+"""`smq local ...`: run the stack on this machine, inject faults into it, run the demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import requests
+
+DEFAULT_WORKDIR = Path(".smq-local")
+FAULTS = ("interrupt", "fail", "hang")
+
+
+def register_local_commands(subparsers: Any) -> None:
+    local = subparsers.add_parser("local", help="run the whole stack on this machine (no AWS account)")
+    commands = local.add_subparsers(dest="local_command", required=True, metavar="{up,inject,demo}")
+
+    up = commands.add_parser("up", help="start the local stack and run until interrupted")
+    up.add_argument("--port", type=int, default=8787, help="port of the API front (default 8787)")
+    up.add_argument(
+        "--capacity",
+        action="append",
+        default=[],
+        metavar="TYPE=N",
+        type=_capacity,
+        help="a pool and its instances, repeatable (default ml.m5.xlarge=2)",
+    )
+    up.add_argument("--executor", choices=("process", "synthetic"), default="process")
+    up.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    up.add_argument("--stop-grace", type=float, default=120.0, metavar="SECONDS", help="SIGTERM to SIGKILL")
+    up.add_argument("--backfill", action="store_true", help="let smaller jobs use instances a waiting head cannot")
+    up.add_argument("--verbose", action="store_true", help="print the handlers' logs and metrics")
+    up.set_defaults(func=_up)
+
+    inject = commands.add_parser("inject", help="inject a fault into a running job of the local stack")
+    inject.add_argument("fault", choices=FAULTS)
+    inject.add_argument("job", help="queue job name or SageMaker training job name")
+    inject.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    inject.set_defaults(func=_inject)
+
+    demo = commands.add_parser("demo", help="the seed scenario: four jobs, capacity 2, one preemption")
+    demo.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR / "demo")
+    demo.add_argument("--executor", choices=("process", "synthetic"), default="process")
+    demo.set_defaults(func=_demo)
+
+
+def _capacity(text: str) -> tuple[str, int]:
+    pool, _, count = text.partition("=")
+    if not pool or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TYPE=N (e.g. ml.g5.xlarge=8), got {text!r}")
+    return pool, int(count)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from smq.local.stack import LocalStack, LocalStackOptions
+
+    options = LocalStackOptions(
+        capacity=dict(args.capacity) or {"ml.m5.xlarge": 2},
+        executor=args.executor,
+        workdir=args.workdir,
+        api_port=args.port,
+        stop_grace_seconds=args.stop_grace,
+        backfill=args.backfill,
+        verbose=args.verbose,
+    )
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    with LocalStack(options) as stack:
+        print(f"smq local stack is up: API {stack.api_url}")
+        print(f"pools: {json.dumps(dict(options.capacity))}  executor: {options.executor}  workdir: {stack.workdir}")
+        print("In another shell:")
+        for key, value in sorted(stack.client_env.items()):
+            print(f"  export {key}={value}")
+        print("Press Ctrl-C to stop.", flush=True)
+        stopped.wait()
+        print("stopping: jobs get SIGTERM, then the servers stop", flush=True)
+    return 0
+
+
+def _inject(args: argparse.Namespace) -> int:
+    from smq.local.stack import read_state, training_job_for
+
+    try:
+        state = read_state(args.workdir)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"smq: {exc}") from None
+    training_job = training_job_for(state["api_url"], args.job)
+    response = requests.post(
+        f"{state['sagemaker_url']}/_smq/inject", json={"job": training_job, "fault": args.fault}, timeout=10
+    )
+    if response.status_code >= 400:
+        raise SystemExit(f"smq: could not inject {args.fault} into {training_job}: {response.text.strip()}")
+    print(f"injected {args.fault} into {training_job}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from smq.local.demo import run_demo
+
+    return run_demo(workdir=args.workdir, executor=args.executor)

@@ -1,0 +1,233 @@
+"""Delivers events to the scheduler handler the way EventBridge and Lambda would, on one machine.
+
+One worker thread calls the handler, so the scheduler never runs twice at once (the template's
+reserved concurrency of 1). Delivery is at least once: a handler that raises gets the event again
+after a short delay, like Lambda's asynchronous retries. It also serves Lambda's `Invoke` call, so
+the API handler's asynchronous kick (boto3 `lambda.invoke(InvocationType="Event")`) reaches the
+scheduler through `AWS_ENDPOINT_URL_LAMBDA` without knowing it is local.
+
+For tests it can misbehave on purpose (`Chaos`): duplicate, delay, reorder or drop events.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+log = logging.getLogger("smq.local.events")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+RETRY_DELAY_SECONDS = 1.0
+MAX_ATTEMPTS = 3
+"""Lambda retries a failed asynchronous invocation twice."""
+
+
+@dataclass
+class Chaos:
+    """Deliberate misdelivery, for tests of at-least-once and out-of-order tolerance."""
+
+    duplicate: float = 0.0
+    drop: float = 0.0
+    max_delay_seconds: float = 0.0
+    """Each event waits a random time up to this before delivery, so events overtake each other."""
+    seed: int = 0
+
+
+@dataclass
+class LambdaContext:
+    """The attributes powertools reads from a Lambda context."""
+
+    function_name: str
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = ""
+    invoked_function_arn: str = ""
+
+    @classmethod
+    def for_function(cls, name: str) -> LambdaContext:
+        return cls(
+            function_name=name,
+            aws_request_id=str(uuid.uuid4()),
+            invoked_function_arn=f"arn:aws:lambda:us-east-1:000000000000:function:{name}",
+        )
+
+
+def scheduled_event() -> dict[str, Any]:
+    """The EventBridge Scheduler event of the template's reconciliation rule."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "000000000000",
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:000000000000:rule/smq-reconcile"],
+        "detail": {},
+    }
+
+
+class EventRouter:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        function_name: str = "smq-scheduler",
+        reconcile_every_seconds: float | None = 30.0,
+        chaos: Chaos | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self._handler = handler
+        self._function_name = function_name
+        self._reconcile_every = reconcile_every_seconds
+        self._chaos = chaos or Chaos()
+        self._random = random.Random(self._chaos.seed)
+        self._queue: list[tuple[float, int, dict[str, Any], int]] = []
+        self._order = itertools.count()
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._busy = False
+        self._delivered = 0
+        self._server = ThreadingHTTPServer((host, port), self._http_handler())
+        self._server.daemon_threads = True
+        self._threads = [
+            threading.Thread(target=self._serve_http, name="smq-lambda-invoke", daemon=True),
+            threading.Thread(target=self._deliver_forever, name="smq-event-router", daemon=True),
+        ]
+        if reconcile_every_seconds:
+            self._threads.append(threading.Thread(target=self._reconcile_forever, name="smq-reconcile", daemon=True))
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def delivered(self) -> int:
+        return self._delivered
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Accept an event (from the local SageMaker service or an async invoke)."""
+        if self._random.random() < self._chaos.drop:
+            log.info("chaos: dropped %s", _describe(event))
+            return
+        copies = 2 if self._random.random() < self._chaos.duplicate else 1
+        for _ in range(copies):
+            delay = self._random.uniform(0, self._chaos.max_delay_seconds)
+            self._enqueue(event, delay, attempt=1)
+
+    def _enqueue(self, event: dict[str, Any], delay: float, attempt: int) -> None:
+        with self._cv:
+            heapq.heappush(self._queue, (time.monotonic() + delay, next(self._order), event, attempt))
+            self._cv.notify_all()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no event is queued or being handled; True if that happened in time."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while self._queue or self._busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cv.wait(min(remaining, 0.1))
+        return True
+
+    def shutdown(self) -> None:
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def _deliver_forever(self) -> None:
+        while True:
+            with self._cv:
+                while not self._stopping and (not self._queue or self._queue[0][0] > time.monotonic()):
+                    timeout = self._queue[0][0] - time.monotonic() if self._queue else None
+                    self._cv.wait(timeout)
+                if self._stopping:
+                    return
+                _, _, event, attempt = heapq.heappop(self._queue)
+                self._busy = True
+            try:
+                self._handler(event, LambdaContext.for_function(self._function_name))
+                self._delivered += 1
+            except Exception:
+                log.exception("scheduler failed on %s (attempt %d)", _describe(event), attempt)
+                if attempt < MAX_ATTEMPTS:
+                    self._enqueue(event, RETRY_DELAY_SECONDS, attempt + 1)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+    def _reconcile_forever(self) -> None:
+        assert self._reconcile_every is not None
+        while True:
+            with self._cv:
+                if self._cv.wait_for(lambda: self._stopping, timeout=self._reconcile_every):
+                    return
+            self.publish(scheduled_event())
+
+    def _serve_http(self) -> None:
+        self._server.serve_forever(poll_interval=0.2)
+
+    def _http_handler(self) -> type[BaseHTTPRequestHandler]:
+        router = self
+
+        class InvokeHandler(BaseHTTPRequestHandler):
+            """Lambda's `POST /2015-03-31/functions/{name}/invocations` for InvocationType=Event."""
+
+            def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b"{}"
+                if "/functions/" not in self.path or not self.path.endswith("/invocations"):
+                    self._reply(HTTPStatus.NOT_FOUND, {"Type": "User", "Message": "unknown path"})
+                    return
+                try:
+                    payload = json.loads(body or b"{}")
+                except ValueError:
+                    self._reply(HTTPStatus.BAD_REQUEST, {"Type": "User", "Message": "payload is not JSON"})
+                    return
+                router.publish(payload if isinstance(payload, dict) else {"payload": payload})
+                self._reply(HTTPStatus.ACCEPTED, None)
+
+            def _reply(self, status: HTTPStatus, body: dict[str, Any] | None) -> None:
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if status >= 400:
+                    self.send_header("X-Amzn-ErrorType", "InvalidRequestContentException")
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+                log.debug(format, *args)
+
+        return InvokeHandler
+
+
+def _describe(event: dict[str, Any]) -> str:
+    detail = event.get("detail") if isinstance(event.get("detail"), dict) else {}
+    name = detail.get("TrainingJobName")
+    status = detail.get("TrainingJobStatus")
+    return f"{event.get('source')} {name or ''} {status or ''}".strip()

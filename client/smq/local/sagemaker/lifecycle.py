@@ -1,0 +1,152 @@
+"""The life of one training job, run on its own thread.
+
+    InProgress: Starting -> Downloading -> Training -> Uploading -> Completed
+                                              |-> Failed          (non-zero exit, injected fail)
+    StopTrainingJob / MaxRuntime / MaxWait:   -> Stopping -> Stopped | MaxRuntimeExceeded
+                                                                     | MaxWaitTimeExceeded
+    Spot interruption (injected):  Training -> Interrupted -> Starting -> ... (from checkpoint)
+
+Checkpoints go to S3 after every Training phase, however it ended. Statuses change only
+through the registry (`jobs`), which refuses to move a job that a signal has claimed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from smq.local.sagemaker.records import COMPLETED, FAILED, STOPPED, JobRecord
+from smq.local.sagemaker.runtime import JobFailure, Signal, TrainResult
+
+if TYPE_CHECKING:
+    from smq.local.sagemaker.jobs import TrainingJobs
+
+INJECTED_FAILURE = ("InternalServerError: We encountered an internal error. Please try again. "
+                    "(instance failure injected by smq local inject)")
+_STOPPED_MESSAGES = {
+    "Stopped": "Training job stopped",
+    "MaxRuntimeExceeded": "Training job stopped: it exceeded MaxRuntimeInSeconds",
+    "MaxWaitTimeExceeded": "Training job stopped: it exceeded MaxWaitTimeInSeconds",
+}
+_PAUSE_IGNORES = frozenset({Signal.HANG, Signal.EXITED})
+
+logger = logging.getLogger(__name__)
+
+
+def run_job(jobs: TrainingJobs, job: JobRecord) -> None:
+    """The job thread's body: attempts until the job ends, then its terminal status."""
+    run = job.run
+    deadline = None
+    if run.spot and job.max_wait:
+        deadline = _timer(job.max_wait, jobs.stop_if_running, job, "MaxWaitTimeExceeded")
+    try:
+        _finish(jobs, job, _attempts(jobs, job))
+    except JobFailure as exc:
+        _fail(jobs, job, exc.reason)
+    except Exception as exc:  # a bug here must still end the job, never leave it InProgress
+        logger.exception("training job %s crashed", job.name)
+        _fail(jobs, job, f"InternalServerError: {exc}")
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+        job.done.set()
+
+
+def _attempts(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
+    """Run attempts until one is not ended by a spot interruption."""
+    while True:
+        job.run.attempt += 1
+        # Each step returns None to go on, or the signal that ends the attempt early.
+        signal = (_pause(job, jobs.timings.starting)
+                  or jobs.enter(job, "Downloading", "Downloading input data")
+                  or _prepare(jobs, job)
+                  or jobs.enter(job, "Training", "Training image download completed. "
+                                                 "Training in progress."))
+        if signal is None:
+            result = _train(jobs, job)
+            if result.ended_by is not Signal.INTERRUPT:
+                return result
+        elif signal is not Signal.INTERRUPT:
+            return TrainResult(ended_by=signal)
+        signal = (_pause(job, jobs.timings.restart, {Signal.INTERRUPT})
+                  or jobs.restart(job, "Restarting the training job on a new spot instance "
+                                       "after an interruption"))
+        if signal is not None:
+            return TrainResult(ended_by=signal)
+
+
+def _prepare(jobs: TrainingJobs, job: JobRecord) -> Signal | None:
+    started = time.monotonic()
+    jobs.executor.prepare(job.run)
+    return _pause(job, jobs.timings.downloading - (time.monotonic() - started))
+
+
+def _train(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
+    run = job.run
+    limit = _timer(job.max_runtime - run.training_seconds, jobs.stop_if_running, job,
+                   "MaxRuntimeExceeded")
+    started = time.monotonic()
+    try:
+        return jobs.executor.train(run)
+    finally:
+        limit.cancel()
+        run.training_seconds += time.monotonic() - started
+        jobs.executor.save_checkpoints(run)
+
+
+def _finish(jobs: TrainingJobs, job: JobRecord, result: TrainResult) -> None:
+    control = job.run.control
+    if control.is_raised(Signal.FAIL):
+        jobs.end(job, FAILED, "Failed", "Training job failed", failure_reason=INJECTED_FAILURE)
+    elif control.is_raised(Signal.STOP):
+        _stopped(jobs, job)
+    elif result.failure_reason is not None:
+        jobs.end(job, FAILED, "Failed", "Training job failed",
+                 failure_reason=result.failure_reason)
+    elif jobs.enter(job, "Uploading", "Uploading generated training model",
+                    ignore={Signal.INTERRUPT}) is not None:
+        _finish(jobs, job, result)  # stopped or failed on the way; the flags say which
+    else:
+        started = time.monotonic()
+        artifacts = jobs.executor.upload_model(job.run)
+        _pause(job, jobs.timings.uploading - (time.monotonic() - started))
+        jobs.end(job, COMPLETED, "Completed", "Training job completed",
+                 model_artifacts=artifacts)
+
+
+def _stopped(jobs: TrainingJobs, job: JobRecord) -> None:
+    """SageMaker keeps what a stopped job saved: its model is uploaded too."""
+    try:
+        artifacts = jobs.executor.upload_model(job.run)
+    except JobFailure as exc:
+        logger.warning("stopped job %s: %s", job.name, exc.reason)
+        artifacts = None
+    outcome = jobs.stop_outcome(job) or "Stopped"
+    jobs.end(job, STOPPED, outcome, _STOPPED_MESSAGES[outcome], model_artifacts=artifacts)
+
+
+def _fail(jobs: TrainingJobs, job: JobRecord, reason: str) -> None:
+    """A failure while the job was being stopped ends it Stopped, as the stop asked."""
+    if job.run.control.is_raised(Signal.STOP) and not job.run.control.is_raised(Signal.FAIL):
+        outcome = jobs.stop_outcome(job) or "Stopped"
+        jobs.end(job, STOPPED, outcome, _STOPPED_MESSAGES[outcome])
+    else:
+        jobs.end(job, FAILED, "Failed", "Training job failed",
+                 failure_reason=INJECTED_FAILURE if job.run.control.is_raised(Signal.FAIL)
+                 else reason)
+
+
+def _pause(job: JobRecord, seconds: float, ignore: frozenset[Signal] | set[Signal] = frozenset(),
+           ) -> Signal | None:
+    """Let a platform phase take its time, unless a signal cuts it short."""
+    return job.run.control.wait(max(0.0, seconds), _PAUSE_IGNORES | ignore)
+
+
+def _timer(seconds: float, action: Callable[..., None], *args: object) -> threading.Timer:
+    timer = threading.Timer(max(0.0, seconds), action, args)
+    timer.daemon = True
+    timer.start()
+    return timer

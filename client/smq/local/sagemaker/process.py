@@ -1,0 +1,233 @@
+"""The `process` executor: a job's entry point as a local process under the container contract.
+
+Each attempt gets a fresh `/opt/ml` tree (as a new instance would), code, data and checkpoints
+from S3, and its own process group, so stopping it also stops whatever it spawned (torchrun
+workers, data loaders). Its output goes line by line to CloudWatch Logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal as signals
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from boto3.exceptions import Boto3Error
+from botocore.exceptions import BotoCoreError, ClientError
+
+from smq.local.sagemaker import contract
+from smq.local.sagemaker.aws import (
+    AwsServices,
+    LogStream,
+    MissingEndpointError,
+    download_prefix,
+    join_s3_uri,
+    pack_directory,
+    split_s3_uri,
+    unpack,
+    upload_directory,
+)
+from smq.local.sagemaker.errors import ValidationError
+from smq.local.sagemaker.runtime import JobFailure, JobRun, PhaseTimings, Signal, TrainResult
+
+FAILURE_REASON_LIMIT = 1024  # the FailureReason shape's maximum length
+_TAIL_LINES = 20
+_PUMP_JOIN_SECONDS = 5.0
+_ONLY_EXITED = frozenset(s for s in Signal if s is not Signal.EXITED)
+_TRANSFER_ERRORS = (Boto3Error, BotoCoreError, ClientError, MissingEndpointError, ValueError,
+                    OSError, tarfile.TarError)
+
+logger = logging.getLogger(__name__)
+
+
+class ProcessExecutor:
+    """Runs `sagemaker_program` (or ContainerEntrypoint) with `python` in a new session."""
+
+    def __init__(self, aws: AwsServices, base_env: Mapping[str, str], timings: PhaseTimings,
+                 python: str = sys.executable) -> None:
+        self._aws = aws
+        self._base_env = dict(base_env)
+        self._timings = timings
+        self._python = python
+
+    def validate(self, request: Mapping[str, Any]) -> None:
+        if not contract.has_entry_point(request):
+            raise ValidationError(
+                "The local SageMaker service runs the sagemaker_program hyperparameter or "
+                "AlgorithmSpecification.ContainerEntrypoint; the request has neither.")
+
+    def prepare(self, run: JobRun) -> None:
+        paths = run.paths
+        if run.attempt == 1:  # a work directory left by an earlier stack with this job name
+            shutil.rmtree(paths.root, ignore_errors=True)
+        paths.reset()
+        contract.write_config(paths, run.request)
+        try:
+            submit = run.hyperparameters.get(contract.SUBMIT_DIRECTORY)
+            if submit:
+                self._fetch_code(str(submit), paths)
+            for channel in run.request.get("InputDataConfig", []):
+                uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+                download_prefix(self._aws.s3(), uri, paths.channel_dir(channel["ChannelName"]))
+            run.synced.clear()
+            checkpoint = run.request.get("CheckpointConfig")
+            if checkpoint:
+                for path in download_prefix(self._aws.s3(), checkpoint["S3Uri"],
+                                            paths.checkpoint_dir):
+                    stat = path.stat()
+                    relative = path.relative_to(paths.checkpoint_dir).as_posix()
+                    run.synced[relative] = (stat.st_size, stat.st_mtime_ns)
+        except _TRANSFER_ERRORS as exc:
+            raise JobFailure(f"ClientError: Data download failed: {exc}") from exc
+
+    def train(self, run: JobRun) -> TrainResult:
+        command = contract.entry_command(run.request, self._python)
+        env = {**self._base_env, **run.request.get("Environment", {}),
+               **contract.container_env(run.paths, run.request, job_arn=run.arn)}
+        stream_name = f"{run.name}/{contract.HOST}-{int(time.time())}"
+        stream = LogStream(self._aws.client("logs"), stream_name, run.paths.log_file)
+        try:
+            process = subprocess.Popen(command, cwd=run.paths.code_dir, env=env,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            stream.close()
+            raise JobFailure(f"AlgorithmError: cannot start {command[0]}: {exc}") from exc
+        tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        pump = threading.Thread(target=_pump, args=(process, stream, tail), daemon=True,
+                                name=f"output-{run.name}")
+        waiter = threading.Thread(target=_wait, args=(process, run), daemon=True,
+                                  name=f"wait-{run.name}")
+        pump.start()
+        waiter.start()
+        try:
+            ended_by = self._supervise(run, process)
+        finally:
+            _signal_group(process.pid, signals.SIGKILL)  # what outlived the entry point
+            waiter.join()
+            pump.join(timeout=_PUMP_JOIN_SECONDS)
+            stream.close()
+        code = process.returncode
+        if ended_by is not None or code == 0:
+            return TrainResult(ended_by=ended_by, exit_code=code)
+        return TrainResult(exit_code=code,
+                           failure_reason=failure_reason(run.paths, code, list(tail), command))
+
+    def save_checkpoints(self, run: JobRun) -> None:
+        checkpoint = run.request.get("CheckpointConfig")
+        if not checkpoint:
+            return
+        try:
+            upload_directory(self._aws.s3(), run.paths.checkpoint_dir, checkpoint["S3Uri"],
+                             run.synced)
+        except _TRANSFER_ERRORS:
+            logger.warning("could not upload the checkpoints of %s", run.name, exc_info=True)
+
+    def upload_model(self, run: JobRun) -> str | None:
+        output = join_s3_uri(run.request["OutputDataConfig"]["S3OutputPath"], run.name, "output")
+        uploads = [(run.paths.model_dir, "model.tar.gz")]
+        if any(run.paths.output_data_dir.iterdir()):
+            uploads.append((run.paths.output_data_dir, "output.tar.gz"))
+        try:
+            for source, name in uploads:
+                archive = run.paths.root / name
+                pack_directory(source, archive)
+                bucket, key = split_s3_uri(join_s3_uri(output, name))
+                self._aws.s3().upload_file(str(archive), bucket, key)
+        except _TRANSFER_ERRORS as exc:
+            raise JobFailure(f"ClientError: Unable to upload the model artifacts: {exc}") from exc
+        return join_s3_uri(output, "model.tar.gz")
+
+    def _supervise(self, run: JobRun, process: subprocess.Popen[bytes]) -> Signal | None:
+        """Wait for the process or a signal; None means the process ended by itself."""
+        handled: set[Signal] = set()
+        while True:
+            hung = Signal.HANG in handled
+            signal = run.control.wait(self._timings.metric_interval if hung else None, handled)
+            if signal is None:
+                self._aws.report_gpu_utilization(run.name, 0.0)
+            elif signal is Signal.EXITED:
+                return None
+            elif signal is Signal.HANG:
+                _signal_group(process.pid, signals.SIGSTOP)
+                handled.add(Signal.HANG)
+                self._aws.report_gpu_utilization(run.name, 0.0)
+            elif signal is Signal.FAIL:
+                _signal_group(process.pid, signals.SIGKILL)
+                return signal
+            else:
+                _terminate(run, process)
+                return signal
+
+    def _fetch_code(self, uri: str, paths: contract.JobPaths) -> None:
+        """Unpack `sagemaker_submit_directory`: an s3:// tarball, or a file:// tarball or
+        directory (what the SDK's local mode passes)."""
+        if uri.startswith("s3://"):
+            archive = paths.root / "sourcedir.tar.gz"
+            bucket, key = split_s3_uri(uri)
+            self._aws.s3().download_file(bucket, key, str(archive))
+            unpack(archive, paths.code_dir)
+            return
+        source = Path(urlparse(uri).path if uri.startswith("file://") else uri)
+        if source.is_dir():
+            shutil.copytree(source, paths.code_dir, dirs_exist_ok=True)
+        else:
+            unpack(source, paths.code_dir)
+
+
+def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str],
+                   command: list[str]) -> str:
+    """What SageMaker reports for a failed script: `/opt/ml/output/failure` if the script wrote
+    it, else the exit code, the last lines of output and the command, within 1024 characters."""
+    if paths.failure_file.is_file():
+        written = paths.failure_file.read_text(errors="replace").strip()
+        if written:
+            return f"AlgorithmError: {written}"[:FAILURE_REASON_LIMIT]
+    code = 128 - exit_code if exit_code < 0 else exit_code  # killed by signal N: 128 + N
+    shown = " ".join(command)
+    shown = shown if len(shown) <= 200 else shown[:197] + "..."
+    head = f'AlgorithmError: ExecuteUserScriptError:\nExitCode {code}\nErrorMessage "'
+    end = f'"\nCommand "{shown}", exit code: {code}'
+    lines = "\n".join(tail)
+    room = FAILURE_REASON_LIMIT - len(head) - len(end)
+    if len(lines) > room:
+        lines = "..." + lines[len(lines) - room + 3:]
+    return head + lines + end
+
+
+def _terminate(run: JobRun, process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the whole group, SIGKILL once the grace period is over."""
+    _signal_group(process.pid, signals.SIGTERM)
+    if run.control.wait(run.stop_grace, _ONLY_EXITED) is None:
+        logger.info("%s ignored SIGTERM for %.1f s; killing it", run.name, run.stop_grace)
+        _signal_group(process.pid, signals.SIGKILL)
+
+
+def _signal_group(group: int, signal: signals.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal)
+
+
+def _pump(process: subprocess.Popen[bytes], stream: LogStream, tail: deque[str]) -> None:
+    assert process.stdout is not None
+    with process.stdout:
+        for raw in process.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            tail.append(line)
+            stream.write(line)
+
+
+def _wait(process: subprocess.Popen[bytes], run: JobRun) -> None:
+    process.wait()
+    run.control.raise_signal(Signal.EXITED)

@@ -1,0 +1,90 @@
+"""The `synthetic` executor: jobs without a process, for fast tests and benchmarks.
+
+A job trains for `smq_synthetic_duration` seconds (default 5) and then ends as
+`smq_synthetic_outcome` says: `complete`, `fail`, or `hang` (stays in Training, reporting 0% GPU
+utilization, until stopped). Progress is kept across spot restarts, as if checkpointed
+continuously, so an interrupted job resumes where it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from smq.local.sagemaker.aws import AwsServices
+from smq.local.sagemaker.contract import decode_hyperparameters
+from smq.local.sagemaker.errors import ValidationError
+from smq.local.sagemaker.runtime import JobRun, PhaseTimings, Signal, TrainResult
+
+DURATION = "smq_synthetic_duration"
+OUTCOME = "smq_synthetic_outcome"
+DEFAULT_DURATION = 5.0
+OUTCOMES = ("complete", "fail", "hang")
+
+
+def synthetic_plan(hyperparameters: Mapping[str, str]) -> tuple[float, str]:
+    """(duration, outcome) from raw hyperparameters, which may be JSON-encoded (`"\\"fail\\""`)."""
+    decoded = decode_hyperparameters(hyperparameters)
+    duration = decoded.get(DURATION, DEFAULT_DURATION)
+    if isinstance(duration, str):
+        try:
+            duration = float(duration)
+        except ValueError:
+            duration = -1.0
+    if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
+        raise ValidationError(f"{DURATION} must be a number of seconds >= 0, "
+                              f"not {decoded.get(DURATION)!r}.")
+    outcome = str(decoded.get(OUTCOME, "complete"))
+    if outcome not in OUTCOMES:
+        raise ValidationError(f"{OUTCOME} must be one of {', '.join(OUTCOMES)}, not {outcome!r}.")
+    return float(duration), outcome
+
+
+class SyntheticExecutor:
+    """A timer standing in for a training process."""
+
+    def __init__(self, aws: AwsServices, timings: PhaseTimings) -> None:
+        self._aws = aws
+        self._timings = timings
+
+    def validate(self, request: Mapping[str, Any]) -> None:
+        synthetic_plan(request.get("HyperParameters", {}))
+
+    def prepare(self, run: JobRun) -> None:
+        """Nothing to download: a synthetic instance has no file system."""
+
+    def train(self, run: JobRun) -> TrainResult:
+        duration, outcome = synthetic_plan(run.request.get("HyperParameters", {}))
+        handled: set[Signal] = {Signal.EXITED}
+        started, done_before = time.monotonic(), run.progress_seconds
+
+        def progress() -> float:
+            if Signal.HANG in handled:
+                return run.progress_seconds
+            return min(duration, done_before + time.monotonic() - started)
+
+        while True:
+            hung = Signal.HANG in handled
+            timeout = self._timings.metric_interval if hung else duration - progress()
+            signal = run.control.wait(max(0.0, timeout), handled)
+            if signal is None and hung:
+                self._aws.report_gpu_utilization(run.name, 0.0)
+                continue
+            run.progress_seconds = progress()
+            if signal is None and outcome == "complete":
+                return TrainResult(exit_code=0)
+            if signal is None and outcome == "fail":
+                return TrainResult(exit_code=1, failure_reason=(
+                    f"AlgorithmError: synthetic job failed ({OUTCOME}=fail)"))
+            if signal is None or signal is Signal.HANG:
+                handled.add(Signal.HANG)
+                self._aws.report_gpu_utilization(run.name, 0.0)
+                continue
+            return TrainResult(ended_by=signal)
+
+    def save_checkpoints(self, run: JobRun) -> None:
+        """Nothing to upload: progress is the checkpoint, and it lives in `run`."""
+
+    def upload_model(self, run: JobRun) -> str | None:
+        return None

@@ -1,0 +1,332 @@
+"""The whole smq stack on one machine: moto, the local SageMaker service, the API front, the event
+router, and the same handler code that runs in Lambda.
+
+Resources come from template.yaml (the table, the SSM parameters, the SNS topics), so the template
+stays the single source of truth. The handlers find the emulators only through the standard
+`AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know they are local.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import requests
+from moto.server import ThreadedMotoServer
+
+from smq.local.api_front import ApiFront
+from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
+from smq.local.event_router import Chaos, EventRouter
+from smq.local.sagemaker import LocalSageMaker
+from smq.local.template import function_environment, load_template, ssm_parameters, table_definition
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+TEMPLATE = REPOSITORY / "template.yaml"
+REGION = "us-east-1"
+ACCOUNT = "000000000000"
+TABLE_NAME = "smq-queue"
+BUCKET = "smq-local"
+SCHEDULER_FUNCTION = "smq-scheduler"
+API_FUNCTION = "smq-api"
+MOTO_SERVICES = ("DYNAMODB", "S3", "SSM", "CLOUDWATCH", "LOGS", "SNS", "STS", "CLOUDFORMATION")
+STATE_FILE = "stack.json"
+"""Written into the workdir while the stack runs, so `smq local inject` and clients can find it."""
+
+log = logging.getLogger("smq.local")
+
+
+@dataclass
+class LocalStackOptions:
+    capacity: Mapping[str, int] = field(default_factory=lambda: {"ml.m5.xlarge": 2})
+    executor: str = "process"
+    workdir: Path = Path(".smq-local")
+    api_port: int = 0
+    stop_grace_seconds: float = 120.0
+    unpooled: str = "reject"
+    backfill: bool = False
+    reconcile_every_seconds: float | None = 30.0
+    chaos: Chaos | None = None
+    admin_principals: tuple[str, ...] = ()
+    template: Path = TEMPLATE
+    verbose: bool = False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalStack:
+    """Start with `with LocalStack(options) as stack:`; `stack.client_env` is what a client needs."""
+
+    def __init__(self, options: LocalStackOptions | None = None) -> None:
+        self.options = options or LocalStackOptions()
+        self.workdir = Path(self.options.workdir).resolve()
+        self._moto: ThreadedMotoServer | None = None
+        self._sagemaker: LocalSageMaker | None = None
+        self._router: EventRouter | None = None
+        self._api: ApiFront | None = None
+        self._saved_environ: dict[str, str | None] = {}
+        self.aws_env: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._quiet_libraries()
+        try:
+            self._start_moto()
+            self._router = EventRouter(
+                self._scheduler_handler,
+                function_name=SCHEDULER_FUNCTION,
+                reconcile_every_seconds=self.options.reconcile_every_seconds,
+                chaos=self.options.chaos,
+            )
+            self._sagemaker = LocalSageMaker(
+                workdir=self.workdir,
+                on_event=self._router.publish,
+                stop_grace_seconds=self.options.stop_grace_seconds,
+                executor=self.options.executor,
+                aws_env=self.aws_env,
+                region=REGION,
+                account_id=ACCOUNT,
+            )
+            self._sagemaker.start()
+            self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
+            self.aws_env["AWS_ENDPOINT_URL_LAMBDA"] = self._router.url
+            self._provision()
+            self._enter_function_environment()
+            self._api = ApiFront(self._api_handler, port=self.options.api_port)
+            self._api.start()
+            self._router.start()
+            self._write_state_file()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every job process, then every server; restore the environment."""
+        if self._sagemaker is not None:
+            self._sagemaker.shutdown()
+        if self._router is not None:
+            self._router.shutdown()
+        if self._api is not None:
+            self._api.shutdown()
+        if self._moto is not None:
+            self._moto.stop()
+        self._sagemaker = self._router = self._api = self._moto = None
+        self._leave_function_environment()
+        (self.workdir / STATE_FILE).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ what clients use
+
+    @property
+    def api_url(self) -> str:
+        assert self._api is not None, "the stack is not running"
+        return self._api.url
+
+    @property
+    def sagemaker_url(self) -> str:
+        return self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"]
+
+    @property
+    def bucket(self) -> str:
+        return BUCKET
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """The environment a client process needs: the API URL, the endpoints, region, dummy keys."""
+        return {"SMQ_API_URL": self.api_url, **self.aws_env}
+
+    def boto3_client(self, service: str) -> Any:
+        endpoint = self.aws_env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}")
+        return boto3.client(
+            service,
+            endpoint_url=endpoint,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    def inject(self, job: str, fault: str) -> str:
+        """Inject a fault into a running attempt. `job` is a queue job or a SageMaker job name;
+        returns the SageMaker name it hit."""
+        training_job = training_job_for(self.api_url, job)
+        assert self._sagemaker is not None, "the stack is not running"
+        self._sagemaker.inject(training_job, fault)
+        return training_job
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until the router has no event queued or in flight."""
+        assert self._router is not None, "the stack is not running"
+        return self._router.wait_idle(timeout)
+
+    # ------------------------------------------------------------------ internals
+
+    def _start_moto(self) -> None:
+        make_moto_dynamodb_atomic()
+        port = _free_port()
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self._moto.start()
+        moto_url = f"http://127.0.0.1:{port}"
+        self.aws_env = {f"AWS_ENDPOINT_URL_{service}": moto_url for service in MOTO_SERVICES}
+        self.aws_env.update(
+            {
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_REGION": REGION,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+            }
+        )
+
+    def _parameter_overrides(self) -> dict[str, str]:
+        return {
+            "CapacityPools": json.dumps(dict(self.options.capacity)),
+            "UnpooledInstanceTypes": self.options.unpooled,
+            "Backfill": "true" if self.options.backfill else "false",
+            "CheckpointS3Prefix": f"s3://{BUCKET}/checkpoints",
+            "AllowedRoleArns": "",
+            "AdminPrincipals": ",".join(self.options.admin_principals),
+        }
+
+    def _provision(self) -> None:
+        """Create what the template declares, in the emulators."""
+        template = load_template(self.options.template)
+        definition = table_definition(template, table_name=TABLE_NAME)
+        ttl = definition.pop("TimeToLiveSpecification", None)
+        dynamodb = self.boto3_client("dynamodb")
+        dynamodb.create_table(**definition)
+        if ttl:
+            dynamodb.update_time_to_live(TableName=TABLE_NAME, TimeToLiveSpecification=ttl)
+        ssm = self.boto3_client("ssm")
+        for name, value in ssm_parameters(template, self._parameter_overrides(), pseudo_parameters=self._pseudo()):
+            ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+        sns = self.boto3_client("sns")
+        for logical_id, resource in (template.get("Resources") or {}).items():
+            if resource.get("Type") == "AWS::SNS::Topic":
+                sns.create_topic(Name=f"smq-{logical_id}")
+        self.boto3_client("s3").create_bucket(Bucket=BUCKET)
+        self._template = template
+
+    def _pseudo(self) -> dict[str, str]:
+        return {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws", "AWS::StackName": "smq"}
+
+    def _resolve(self, logical_id: str, attribute: str | None) -> str:
+        names = {"QueueTable": TABLE_NAME, "SchedulerFunction": SCHEDULER_FUNCTION, "ApiFunction": API_FUNCTION}
+        if logical_id in names:
+            name = names[logical_id]
+            if attribute == "Arn":
+                kind = "table" if logical_id == "QueueTable" else "function"
+                service = "dynamodb" if kind == "table" else "lambda"
+                return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{kind}{'/' if kind == 'table' else ':'}{name}"
+            return name
+        if attribute == "Arn" or attribute is None:
+            return f"arn:aws:local:{REGION}:{ACCOUNT}:{logical_id}"
+        return logical_id
+
+    def _enter_function_environment(self) -> None:
+        """Both handlers run in this process, so their environment is this process's."""
+        overrides = self._parameter_overrides()
+        environment: dict[str, str] = {}
+        for function in ("SchedulerFunction", "ApiFunction"):
+            environment.update(
+                function_environment(
+                    self._template,
+                    function,
+                    self._resolve,
+                    parameter_overrides=overrides,
+                    pseudo_parameters=self._pseudo(),
+                )
+            )
+        environment.update(self.aws_env)
+        if not self.options.verbose:
+            environment["POWERTOOLS_METRICS_DISABLED"] = "true"
+        for key, value in environment.items():
+            self._saved_environ.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+        _reset_handler_caches()
+
+    def _leave_function_environment(self) -> None:
+        for key, value in self._saved_environ.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_environ.clear()
+        _reset_handler_caches()
+
+    def _quiet_libraries(self) -> None:
+        level = logging.INFO if self.options.verbose else logging.WARNING
+        for name in ("smq", "werkzeug", "botocore", "urllib3"):
+            logging.getLogger(name).setLevel(level)
+
+    @staticmethod
+    def _scheduler_handler(event: dict[str, Any], context: Any) -> Any:
+        from smq_lambda.handlers import scheduler
+
+        return scheduler.handler(event, context)
+
+    @staticmethod
+    def _api_handler(event: dict[str, Any], context: Any) -> Any:
+        from smq_lambda.handlers import api
+
+        return api.handler(event, context)
+
+    def _write_state_file(self) -> None:
+        state = {"api_url": self.api_url, "sagemaker_url": self.sagemaker_url, "env": self.client_env, "pid": os.getpid()}
+        (self.workdir / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+
+def _reset_handler_caches() -> None:
+    """Handlers build their clients once per cold start; a new stack is a new cold start."""
+    from smq_lambda.handlers import api, scheduler
+
+    scheduler.default_scheduler.cache_clear()
+    api.reset_dependencies()
+
+
+def training_job_for(api_url: str, job: str) -> str:
+    """The SageMaker name of a queue job's current attempt; other names are taken as they are."""
+    response = requests.get(f"{api_url}/jobs/{job}", timeout=10)
+    if response.status_code == 200 and response.json().get("training_job_name"):
+        return str(response.json()["training_job_name"])
+    return job
+
+
+def read_state(workdir: Path) -> dict[str, Any]:
+    """The running stack's URLs and client environment, as `smq local up` wrote them."""
+    path = Path(workdir) / STATE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no local stack is running with workdir {workdir} (run `smq local up`)")
+    return json.loads(path.read_text())
+
+
+@contextmanager
+def client_environment(stack: LocalStack) -> Iterator[None]:
+    """Point this process's AWS and smq clients at the stack for the duration of the block."""
+    saved = {key: os.environ.get(key) for key in stack.client_env}
+    os.environ.update(stack.client_env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

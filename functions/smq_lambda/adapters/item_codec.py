@@ -1,0 +1,185 @@
+"""A Job as a DynamoDB item (low-level AttributeValue form) and back, plus the list page token.
+
+One codec for the DynamoDB store and the in-memory fake, so both keep exactly the same attributes.
+
+Item layout (partition key `name`):
+
+    name, job_id, state, owner, pool            S
+    priority, version, start_failures           N
+    submitted_at, updated_at, not_before        S  ISO 8601 UTC with `Z` (absent when None)
+    demand                                      M  {instance type: N}
+    attempts                                    L  of M (number, training_job_name, started_at, ...)
+    reason                                      S  (absent when None)
+    request                                     S  JSON text: the CreateTrainingJob dict exactly as
+                                                   submitted (a map would turn ints into Decimals
+                                                   and drop key order)
+    order_key                                   S  sort key of both indexes (scheduling order)
+    pending_pool                                S  only while pending: the sparse `pending-by-pool`
+                                                   index holds pending jobs and nothing else
+    expires_at                                  N  only in terminal states: the table's TTL
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from smq_lambda.domain.model import Attempt, Job, order_key
+from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.errors import InvalidRequest
+
+Item = dict[str, dict[str, Any]]
+
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_TOKEN_VERSION = 1
+
+
+def format_time(value: datetime) -> str:
+    """UTC, microseconds, `Z`: sorts as text in time order. Naive datetimes are taken as UTC."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime(_TIME_FORMAT)
+
+
+def parse_time(text: str) -> datetime:
+    """The inverse of format_time (fromisoformat: several times faster than strptime)."""
+    return datetime.fromisoformat(text)
+
+
+def expires_at(job: Job, ttl_days: int) -> int | None:
+    """Epoch seconds at which DynamoDB may delete a finished job; None while it is not finished.
+
+    Counted from the job's last write (the one that finished it), so the history stays readable
+    for `ttl_days` after the job ended whatever the store's own clock says.
+    """
+    if job.state not in TERMINAL_STATES:
+        return None
+    finished = job.updated_at or job.submitted_at
+    if finished.tzinfo is None:
+        finished = finished.replace(tzinfo=UTC)
+    return int((finished + timedelta(days=ttl_days)).timestamp())
+
+
+def job_order_key(job: Job) -> str:
+    return order_key(job.priority, job.submitted_at, job.name)
+
+
+def to_item(job: Job, *, ttl_days: int) -> Item:
+    item: Item = {
+        "name": {"S": job.name},
+        "job_id": {"S": job.job_id},
+        "state": {"S": str(job.state)},
+        "priority": {"N": str(job.priority)},
+        "submitted_at": {"S": format_time(job.submitted_at)},
+        "demand": {"M": {pool: {"N": str(count)} for pool, count in job.demand.items()}},
+        "pool": {"S": job.pool},
+        "owner": {"S": job.owner},
+        "version": {"N": str(job.version)},
+        "attempts": {"L": [{"M": _attempt_to_map(attempt)} for attempt in job.attempts]},
+        "start_failures": {"N": str(job.start_failures)},
+        "request": {"S": json.dumps(job.request, separators=(",", ":"))},
+        "order_key": {"S": job_order_key(job)},
+    }
+    if job.updated_at is not None:
+        item["updated_at"] = {"S": format_time(job.updated_at)}
+    if job.reason is not None:
+        item["reason"] = {"S": job.reason}
+    if job.not_before is not None:
+        item["not_before"] = {"S": format_time(job.not_before)}
+    if job.state is JobState.PENDING:
+        item["pending_pool"] = {"S": job.pool}
+    expiry = expires_at(job, ttl_days)
+    if expiry is not None:
+        item["expires_at"] = {"N": str(expiry)}
+    return item
+
+
+def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
+    return Job(
+        name=item["name"]["S"],
+        job_id=item["job_id"]["S"],
+        state=JobState(item["state"]["S"]),
+        priority=int(item["priority"]["N"]),
+        submitted_at=parse_time(item["submitted_at"]["S"]),
+        demand=_demand_from_item(item),
+        owner=item["owner"]["S"],
+        version=int(item["version"]["N"]),
+        attempts=tuple(_attempt_from_map(entry["M"]) for entry in item["attempts"]["L"]),
+        reason=_optional_s(item, "reason"),
+        not_before=_optional_time(item, "not_before"),
+        start_failures=int(item["start_failures"]["N"]),
+        updated_at=_optional_time(item, "updated_at"),
+        request=json.loads(item["request"]["S"]),
+    )
+
+
+def encode_page_token(after_order_key: str) -> str:
+    """An opaque cursor: the order key of the last job of the page (base64url of a small JSON)."""
+    payload = json.dumps({"v": _TOKEN_VERSION, "after": after_order_key}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def decode_page_token(token: str) -> str:
+    """The order key a page token continues after; a token this API did not issue is bad input."""
+    try:
+        payload = json.loads(base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode()))
+    except ValueError as exc:
+        raise _bad_token() from exc
+    if not isinstance(payload, dict) or payload.get("v") != _TOKEN_VERSION:
+        raise _bad_token()
+    after = payload.get("after")
+    if not isinstance(after, str) or not after:
+        raise _bad_token()
+    return after
+
+
+def _bad_token() -> InvalidRequest:
+    return InvalidRequest("next_token", "next_token is not a token returned by GET /jobs")
+
+
+def _attempt_to_map(attempt: Attempt) -> Item:
+    entry: Item = {
+        "number": {"N": str(attempt.number)},
+        "training_job_name": {"S": attempt.training_job_name},
+        "started_at": {"S": format_time(attempt.started_at)},
+        "backfill": {"BOOL": attempt.backfill},
+    }
+    if attempt.ended_at is not None:
+        entry["ended_at"] = {"S": format_time(attempt.ended_at)}
+    if attempt.outcome is not None:
+        entry["outcome"] = {"S": attempt.outcome}
+    if attempt.reason is not None:
+        entry["reason"] = {"S": attempt.reason}
+    return entry
+
+
+def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
+    return Attempt(
+        number=int(entry["number"]["N"]),
+        training_job_name=entry["training_job_name"]["S"],
+        started_at=parse_time(entry["started_at"]["S"]),
+        ended_at=_optional_time(entry, "ended_at"),
+        outcome=_optional_s(entry, "outcome"),
+        reason=_optional_s(entry, "reason"),
+        backfill=bool(entry["backfill"]["BOOL"]),
+    )
+
+
+def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """DynamoDB maps keep no order, but `Job.pool` is the first key: put the `pool` attribute first."""
+    counts = {pool: int(value["N"]) for pool, value in item["demand"]["M"].items()}
+    first = item["pool"]["S"]
+    return {first: counts[first], **{pool: count for pool, count in sorted(counts.items()) if pool != first}}
+
+
+def _optional_s(item: Mapping[str, Mapping[str, Any]], key: str) -> str | None:
+    value = item.get(key)
+    return None if value is None else value["S"]
+
+
+def _optional_time(item: Mapping[str, Mapping[str, Any]], key: str) -> datetime | None:
+    text = _optional_s(item, key)
+    return None if text is None else parse_time(text)

@@ -1,0 +1,60 @@
+"""Scheduler configuration: the capacity pools from SSM (hot-reloaded), the rest from the settings.
+
+The pools parameter is read through powertools Parameters with a 30-second cache, so an operator's
+`aws ssm put-parameter` reaches every function within a minute without a redeploy, and a warm
+function does not call SSM on every event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError, TransformParameterError
+
+from smq_lambda.errors import ConfigError
+from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.settings import Settings
+
+MAX_AGE_SECONDS = 30
+
+
+def parse_pools(value: Any, *, source: str) -> dict[str, int]:
+    """Validate the pools JSON: an object of instance type → non-negative integer instance count."""
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{source} must be a JSON object of instance type to instance count, "
+            f'such as {{"ml.g5.xlarge": 8}}; got {type(value).__name__}'
+        )
+    pools: dict[str, int] = {}
+    for instance_type, count in value.items():
+        if not instance_type.strip():
+            raise ConfigError(f"{source}: an instance type is empty")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(f"{source}: {instance_type} must map to a non-negative integer, not {count!r}")
+        pools[instance_type] = count
+    return pools
+
+
+class SsmConfigSource:
+    """The ConfigSource port. `provider` is a powertools SSMProvider (tests pass one on moto);
+    without it the powertools default provider is used, whose cache lives as long as the container."""
+
+    def __init__(self, settings: Settings, provider: parameters.SSMProvider | None = None) -> None:
+        self._settings = settings
+        self._fetch: Callable[..., Any] = provider.get if provider is not None else parameters.get_parameter
+
+    def load(self) -> SchedulerConfig:
+        name = self._settings.pools_parameter
+        try:
+            value = self._fetch(name, transform="json", max_age=MAX_AGE_SECONDS)
+        except TransformParameterError as exc:
+            raise ConfigError(f"SSM parameter {name} is not valid JSON: {exc}") from exc
+        except GetParameterError as exc:
+            raise ConfigError(f"SSM parameter {name} could not be read: {exc}") from exc
+        return SchedulerConfig(
+            pools=parse_pools(value, source=f"SSM parameter {name}"),
+            unpooled=self._settings.unpooled,
+            backfill=self._settings.backfill,
+        )

@@ -1,0 +1,267 @@
+"""API Lambda: API Gateway REST proxy events in, the JSON of openapi.yaml out.
+
+Routes only parse and shape; QueueService decides. Typed errors map to status codes by class (never
+by message), every 4xx body is `{"message", "field"}`, and no input produces a 500: what the body,
+path or query can get wrong is checked here or in the submission rules before the table is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+from smq_lambda.adapters.lambda_trigger import LambdaSchedulerTrigger
+from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+from smq_lambda.adapters.ssm_config import SsmConfigSource
+from smq_lambda.domain.states import ACTIVE_STATES, JobState
+from smq_lambda.errors import (
+    ConfigError,
+    InvalidRequest,
+    JobConflict,
+    JobNotFound,
+    NotOwner,
+    PayloadTooLarge,
+    VersionConflict,
+)
+from smq_lambda.service.queue_api import QueueService
+from smq_lambda.service.submission import INSTANCE_TYPE_PATTERN, SubmissionPolicy
+from smq_lambda.settings import Settings
+from smq_lambda.views import error_view, job_view, page_view, pools_view
+
+logger = Logger(service="smq")
+NAMESPACE = "smq"
+metrics = Metrics(namespace=NAMESPACE, service="smq")
+tracer = Tracer(service="smq")
+
+MAX_BODY_BYTES = 256 * 1024
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+MAX_OWNER_LENGTH = 2048
+"""The longest IAM ARN."""
+ANONYMOUS = "anonymous"
+"""Owner of requests without an IAM identity; API Gateway's AWS_IAM authorization never lets one
+through, so only a local front without signing produces it."""
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def create_app(service: QueueService) -> APIGatewayRestResolver:
+    """The routes of openapi.yaml over `service` (tests inject one built on fakes or moto)."""
+    app = APIGatewayRestResolver()
+
+    @app.post("/add-job")
+    def add_job() -> Response:
+        request = _json_body(app.current_event)
+        if isinstance(request, dict) and isinstance(request.get("TrainingJobName"), str):
+            logger.append_keys(job=request["TrainingJobName"])
+        entry = service.submit(request, _caller(app.current_event))
+        metrics.add_dimension(name="pool", value=entry.job.pool)
+        metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
+        logger.info("job queued", extra={"priority": entry.job.priority, "position": entry.position})
+        return _json(202, job_view(entry))
+
+    @app.get("/jobs")
+    def list_jobs() -> Response:
+        query = app.current_event.query_string_parameters or {}
+        page = service.list_jobs(
+            states=_states(query.get("state")),
+            pool=_pool(query.get("pool")),
+            owner=_owner(query.get("owner")),
+            limit=_limit(query.get("limit")),
+            next_token=query.get("next_token") or None,
+        )
+        return _json(200, page_view(page))
+
+    @app.get("/jobs/<name>")
+    def get_job(name: str) -> Response:
+        logger.append_keys(job=name)
+        return _json(200, job_view(service.get(name)))
+
+    @app.patch("/jobs/<name>")
+    def change_priority(name: str) -> Response:
+        logger.append_keys(job=name)
+        body = _json_body(app.current_event)
+        if not isinstance(body, dict) or "priority" not in body:
+            raise InvalidRequest("priority", 'the body must be {"priority": <integer>}')
+        entry = service.change_priority(name, body["priority"], _caller(app.current_event))
+        metrics.add_metric(name="PriorityChanges", unit=MetricUnit.Count, value=1)
+        logger.info("priority changed", extra={"priority": entry.job.priority})
+        return _json(200, job_view(entry))
+
+    @app.delete("/jobs/<name>")
+    def cancel_job(name: str) -> Response:
+        logger.append_keys(job=name)
+        entry = service.cancel(name, _caller(app.current_event))
+        metrics.add_metric(name="JobsCancelled", unit=MetricUnit.Count, value=1)
+        logger.info("cancel accepted", extra={"state": str(entry.job.state)})
+        return _json(202, job_view(entry))
+
+    @app.get("/pools")
+    def pools() -> Response:
+        return _json(200, pools_view(service.pools()))
+
+    def rejected(status: int, field: str | None, message: str) -> Response:
+        metrics.add_metric(name="RequestsRejected", unit=MetricUnit.Count, value=1)
+        logger.info("request rejected", extra={"status": status, "field": field, "rule": message})
+        return _json(status, error_view(field, message))
+
+    @app.exception_handler(InvalidRequest)
+    def invalid(exc: InvalidRequest) -> Response:
+        return rejected(400, exc.field, exc.message)
+
+    @app.exception_handler(PayloadTooLarge)
+    def too_large(exc: PayloadTooLarge) -> Response:
+        return rejected(413, exc.field, exc.message)
+
+    @app.exception_handler(NotOwner)
+    def not_owner(exc: NotOwner) -> Response:
+        return rejected(403, "name", str(exc))
+
+    @app.exception_handler(JobNotFound)
+    def not_found(exc: JobNotFound) -> Response:
+        return rejected(404, "name", str(exc))
+
+    @app.exception_handler(JobConflict)
+    def conflict(exc: JobConflict) -> Response:
+        # On add the clash is with the request's name; elsewhere with the job the path names.
+        field = "TrainingJobName" if app.current_event.http_method.upper() == "POST" else "name"
+        return rejected(409, field, exc.message)
+
+    @app.exception_handler(VersionConflict)
+    def raced(exc: VersionConflict) -> Response:
+        return rejected(409, "name", f"{exc}; it kept changing while this request ran, try again")
+
+    @app.not_found
+    def no_route(exc: NotFoundError) -> Response:
+        event = app.current_event
+        return rejected(404, None, f"no route for {event.http_method} {event.path}")
+
+    @app.exception_handler(ConfigError)
+    def misconfigured(exc: ConfigError) -> Response:
+        logger.error("configuration error", extra={"error": str(exc)})
+        return _json(500, error_view(None, f"the queue is misconfigured: {exc}"))
+
+    @app.exception_handler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        # Only a fault on our side (an AWS outage, a bug) gets here; the caller learns nothing
+        # internal, the log keeps the traceback.
+        logger.exception("unexpected error")
+        metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
+        return _json(500, error_view(None, "internal error; the request may not have been applied"))
+
+    return app
+
+
+def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
+    """A Lambda entry point for the app `build_app` returns, with powertools logging (the job name
+    as a key), metrics and tracing around it."""
+
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+    def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        return build_app().resolve(event, context)
+
+    return entry
+
+
+def service_from_settings(settings: Settings) -> QueueService:
+    """The service over the real adapters; each finds its endpoint the standard boto3 way
+    (`AWS_ENDPOINT_URL_<SERVICE>` included)."""
+    if not settings.scheduler_function:
+        raise ConfigError("SMQ_SCHEDULER_FUNCTION is not set: the API could not ask for scheduling passes")
+    return QueueService(
+        store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
+        config=SsmConfigSource(settings),
+        trigger=LambdaSchedulerTrigger(settings.scheduler_function, boto3.client("lambda")),
+        policy=SubmissionPolicy.from_settings(settings),
+        admin_principals=settings.admin_principals,
+        training=SageMakerTrainingService(boto3.client("sagemaker")),
+    )
+
+
+@cache
+def default_app() -> APIGatewayRestResolver:
+    """Built on the first invocation of a cold start, from the environment the template sets."""
+    return create_app(service_from_settings(Settings.from_env()))
+
+
+handler: Handler = lambda_handler(default_app)
+
+
+def _json(status: int, body: Mapping[str, Any]) -> Response:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=dict(body))
+
+
+def _caller(event: APIGatewayProxyEvent) -> str:
+    """The IAM principal API Gateway authenticated (AWS_IAM authorization)."""
+    return event.request_context.identity.user_arn or ANONYMOUS
+
+
+def _json_body(event: APIGatewayProxyEvent) -> object:
+    raw = event.body
+    if not raw:
+        raise InvalidRequest(None, "a JSON body is required")
+    if event.is_base64_encoded:
+        try:
+            data = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidRequest(None, "the body is marked base64 but is not valid base64") from exc
+    else:
+        data = raw.encode("utf-8", "surrogatepass")
+    if len(data) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(None, f"the body is {len(data)} bytes; the limit is {MAX_BODY_BYTES} (256 KB)")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequest(None, f"the body is not valid JSON: {type(exc).__name__}") from exc
+
+
+def _states(value: str | None) -> frozenset[JobState]:
+    if value is None:
+        return ACTIVE_STATES
+    if value == "all":
+        return frozenset(JobState)
+    known = {str(state): state for state in JobState}
+    parts = value.split(",")
+    if not all(part in known for part in parts):
+        raise InvalidRequest("state", f"state must be 'all' or a comma-separated list of: {', '.join(known)}")
+    return frozenset(known[part] for part in parts)
+
+
+def _pool(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not INSTANCE_TYPE_PATTERN.fullmatch(value):
+        raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
+    return value
+
+
+def _owner(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not 1 <= len(value) <= MAX_OWNER_LENGTH:
+        raise InvalidRequest("owner", f"owner must be an IAM principal ARN of 1 to {MAX_OWNER_LENGTH} characters")
+    return value
+
+
+def _limit(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if not (value.isascii() and value.isdigit() and len(value) <= 3 and 1 <= int(value) <= MAX_LIMIT):
+        raise InvalidRequest("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+    return int(value)

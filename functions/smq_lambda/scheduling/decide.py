@@ -1,0 +1,174 @@
+"""One scheduling pass: which pending jobs start, which live jobs are stopped, and why the rest wait.
+
+A pass is four phases, each a verb:
+
+1. measure usage: a ledger of used, releasing and free instances per pool (see `capacity`);
+2. order pending jobs by the one queue order (priority desc, submission asc, name);
+3. for each pending job in that order: admit it if it fits and no job ahead of it waits for its
+   pools, backfill it onto instances the waiting head cannot use yet (when backfill is on), make it
+   the head of its pools and nominate preemption targets for it, or
+4. explain why it waits.
+
+Strict order: the first pending job that waits is the head of every (limited) pool it needs, and
+no later job needing one of those pools starts, except by backfill. Jobs in start backoff and jobs
+larger than their pool are explained and skipped; they block nothing, so one bad job never holds
+up the queue. Pools never block each other.
+
+Actions come out in the order they were decided (the starts, stops and wait of one job together),
+and later decisions in the pass see earlier ones: a start takes its instances, a preemption counts
+as releasing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.scheduling import reasons
+from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.preemption import is_reclaimable_by, select_targets
+from smq_lambda.scheduling.reasons import PoolView
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+
+
+def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[Action]:
+    """The actions of one pass over `snapshot` at `now`. Pure: reads its arguments, returns actions."""
+    ledger = Ledger.measure(snapshot, config)  # 1. measure usage
+    pending = order_pending(snapshot)  # 2. order pending jobs
+    scheduling_pass = _Pass(snapshot, now, config, ledger)
+    for job in pending:  # 3, 4. admit, backfill, nominate preemptions, explain
+        scheduling_pass.consider(job)
+    return scheduling_pass.actions
+
+
+def order_pending(snapshot: Snapshot) -> list[Job]:
+    return sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order)
+
+
+class _Pass:
+    """The state one pass builds up while it walks the pending jobs; dropped when the pass ends."""
+
+    def __init__(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig, ledger: Ledger) -> None:
+        self.now = now
+        self.config = config
+        self.ledger = ledger
+        self.actions: list[Action] = []
+        self.heads: dict[str, Job] = {}
+        """Per blocked pool, the first job that waits for it."""
+        self.waiting: Counter[str] = Counter()
+        """Per pool, how many jobs already wait for it in this pass (for "N jobs ahead")."""
+        self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
+        """Live jobs not (yet) chosen for preemption in this pass."""
+
+    def consider(self, job: Job) -> None:
+        """Admit, backfill, nominate preemptions for, or explain one pending job (in queue order)."""
+        if self._skip(job):
+            return
+        blocked = [pool for pool in job.demand if pool in self.heads]
+        if not blocked and self.ledger.fits(job.demand):
+            self._admit(job, backfill=False, reason=reasons.fits(self._views(job.demand)))
+        elif not blocked:
+            self._nominate(job)
+        elif self._may_backfill(job, blocked):
+            head = self.heads[blocked[0]]
+            self._admit(
+                job, backfill=True, reason=reasons.backfill(self._views(job.demand), head.name, self._shortfall(head))
+            )
+        else:
+            self._wait_behind(job, blocked[0])
+
+    def _skip(self, job: Job) -> bool:
+        """Jobs that cannot run now whatever the others do are explained and block nothing."""
+        oversized = self.ledger.never_fits(job.demand)
+        if oversized is not None:
+            view = self._view(oversized, job.demand[oversized])
+            self._explain(job, reasons.never_fits(view, configured=oversized in self.config.pools))
+            return True
+        if job.not_before is not None and job.not_before > self.now:
+            self._explain(job, reasons.backoff(job.not_before, _refusal(job)))
+            return True
+        return False
+
+    def _admit(self, job: Job, *, backfill: bool, reason: str) -> None:
+        self.actions.append(StartJob(job.name, job.next_attempt_number, reason, backfill=backfill))
+        self.ledger.take(job.demand)
+
+    def _nominate(self, head: Job) -> None:
+        """`head` does not fit and nobody is ahead of it: it waits first in every pool it needs,
+        and lower jobs are stopped for it unless stops in flight already cover it."""
+        self._queue(head)
+        shortfall = self._shortfall(head)
+        if shortfall:
+            candidates = [job for job in self.live.values() if is_reclaimable_by(job, head)]
+            targets = select_targets(shortfall, candidates)
+            if targets is None:
+                short = next(iter(shortfall))
+                self._explain(head, reasons.no_room(self._view(short, head.demand[short])))
+                return
+            for target in targets:
+                reason = reasons.preempted(
+                    head.name, head.priority, target.priority, shortfall, reclaimed=target.is_backfill
+                )
+                self.actions.append(PreemptJob(target.name, _attempt(target), head.name, reason))
+                del self.live[target.name]
+            self.ledger.release(targets)
+        short_now = [
+            self._view(pool, count) for pool, count in head.demand.items() if not self.ledger.fits({pool: count})
+        ]
+        self._explain(head, reasons.awaiting_release(short_now))
+
+    def _queue(self, job: Job) -> None:
+        """`job` waits: it is counted ahead of later jobs and heads every limited pool not yet headed."""
+        for pool in job.demand:
+            if self.ledger.capacity(pool) is not None:
+                self.waiting[pool] += 1
+                self.heads.setdefault(pool, job)
+
+    def _may_backfill(self, job: Job, blocked: list[str]) -> bool:
+        """Backfill is on, `job` fits in the free instances now, and the head of every blocked pool
+        it needs would not fit even once the stops in flight land (a heterogeneous head fits only
+        whole), so the instances free now are of no use to those heads yet."""
+        return (
+            self.config.backfill
+            and self.ledger.fits(job.demand)
+            and not any(self.ledger.fits_once_released(self.heads[pool].demand) for pool in blocked)
+        )
+
+    def _wait_behind(self, job: Job, pool: str) -> None:
+        head = self.heads[pool]
+        self._explain(job, reasons.behind(self.waiting[pool], head.name, self._view(pool, head.demand[pool])))
+        self._queue(job)
+
+    def _shortfall(self, job: Job) -> dict[str, int]:
+        """Instances per pool `job` still lacks once the stops in flight land."""
+        return {
+            pool: missing
+            for pool, count in job.demand.items()
+            if (missing := self.ledger.shortfall(pool, count, counting_releasing=True)) > 0
+        }
+
+    def _explain(self, job: Job, reason: str) -> None:
+        if reason != job.reason:
+            self.actions.append(ExplainWait(job.name, reason))
+
+    def _view(self, pool: str, need: int) -> PoolView:
+        return PoolView(pool, need, self.ledger.free(pool), self.ledger.capacity(pool), self.ledger.releasing(pool))
+
+    def _views(self, demand: Mapping[str, int]) -> list[PoolView]:
+        return [self._view(pool, count) for pool, count in demand.items()]
+
+
+def _attempt(job: Job) -> int:
+    attempt = job.current_attempt
+    assert attempt is not None, "reclaimable jobs have an attempt"
+    return attempt.number
+
+
+def _refusal(job: Job) -> str | None:
+    """Why the last start was refused, kept in the backoff reason so the cause stays visible."""
+    attempt = job.current_attempt
+    return attempt.reason if attempt is not None and attempt.outcome == "refused" else None

@@ -1,0 +1,95 @@
+"""The sentences a pass writes into actions: why a job starts, waits, or is stopped.
+
+Users read these through `smq describe` and `GET /jobs/{name}` to answer "why is my job pending?".
+They are built from the numbers the pass decided on, and stay the same from pass to pass while the
+situation does, so an unchanged wait costs no write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """One pool as a job sees it at the moment of the decision."""
+
+    pool: str
+    need: int
+    free: int | None
+    """None: the pool has no capacity limit."""
+    capacity: int | None
+    releasing: int = 0
+
+    @property
+    def shown_free(self) -> int:
+        """Free instances as a person counts them: an over-committed pool has none, not fewer."""
+        return max(self.free or 0, 0)
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _room(view: PoolView) -> str:
+    if view.capacity is None:
+        return f"{view.pool} has no capacity limit"
+    return f"needs {view.need}, {view.shown_free} of {view.capacity} {view.pool} instances free"
+
+
+def fits(views: Sequence[PoolView]) -> str:
+    return "fits: " + "; ".join(_room(view) for view in views)
+
+
+def backfill(views: Sequence[PoolView], head: str, head_shortfall: Mapping[str, int]) -> str:
+    lacks = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in head_shortfall.items())
+    return (
+        f"backfill: {'; '.join(_room(view) for view in views)}; head {head} cannot start yet (lacks {lacks} "
+        f"even after the stops in flight); stopped first when it can start"
+    )
+
+
+def behind(ahead: int, head: str, head_view: PoolView) -> str:
+    released = f", {head_view.releasing} being released" if head_view.releasing else ""
+    return (
+        f"{count(ahead, 'job')} ahead in {head_view.pool}; head {head} needs "
+        f"{count(head_view.need, 'instance')}, {head_view.shown_free} free{released}"
+    )
+
+
+def awaiting_release(views: Sequence[PoolView]) -> str:
+    """The head waits only for stops already in flight (or just decided)."""
+    parts = [f"{count(view.need - view.shown_free, 'instance')} of {view.pool}" for view in views]
+    return f"waiting for {' and '.join(parts)} being released by stopping jobs"
+
+
+def no_room(view: PoolView) -> str:
+    return (
+        f"needs {count(view.need, 'instance')} of {view.pool}, {view.shown_free} free, {view.releasing} being "
+        f"released; stopping every lower-priority job would not make room"
+    )
+
+
+def never_fits(view: PoolView, *, configured: bool) -> str:
+    if not configured:
+        return f"needs {count(view.need, 'instance')} of {view.pool}, which has no configured pool"
+    return f"needs {count(view.need, 'instance')} of {view.pool} but the pool has {view.capacity}"
+
+
+def backoff(until: datetime, cause: str | None) -> str:
+    if cause:
+        return f"start refused ({cause}); retrying start after {timestamp(until)}"
+    return f"retrying start after {timestamp(until)}"
+
+
+def preempted(head: str, head_priority: int, priority: int, shortfall: Mapping[str, int], *, reclaimed: bool) -> str:
+    needs = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in shortfall.items())
+    if reclaimed:
+        return f"backfilled; reclaimed by {head}, which is ahead of it in the queue and lacks {needs}"
+    return f"preempted for {head} (priority {head_priority} > {priority}), which lacks {needs}"

@@ -1,0 +1,71 @@
+"""The API's JSON shapes (openapi.yaml, components/schemas), built from domain values.
+
+Kept apart from the handler so the shapes are defined once and can be checked against the OpenAPI
+document without routing anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from smq_lambda.domain.model import Attempt
+from smq_lambda.service.queue_api import PoolUsage, PositionedJob, PositionedPage
+
+
+def timestamp(value: datetime | None) -> str | None:
+    """ISO 8601 UTC with a `Z` (naive datetimes are taken as UTC), to the millisecond."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+
+
+def attempt_view(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "number": attempt.number,
+        "training_job_name": attempt.training_job_name,
+        "started_at": timestamp(attempt.started_at),
+        "ended_at": timestamp(attempt.ended_at),
+        "outcome": attempt.outcome,
+        "reason": attempt.reason,
+    }
+
+
+def job_view(entry: PositionedJob) -> dict[str, Any]:
+    job = entry.job
+    attempt = job.current_attempt
+    return {
+        "name": job.name,
+        "state": str(job.state),
+        "priority": job.priority,
+        "pool": job.pool,
+        "instances": job.instances,
+        "demand": dict(job.demand),
+        "owner": job.owner,
+        "submitted_at": timestamp(job.submitted_at),
+        "updated_at": timestamp(job.updated_at or job.submitted_at),
+        "reason": job.reason,
+        "position": entry.position,
+        "training_job_name": attempt.training_job_name if attempt is not None and attempt.is_open else None,
+        "attempts": [attempt_view(item) for item in job.attempts],
+    }
+
+
+def page_view(page: PositionedPage) -> dict[str, Any]:
+    return {"jobs": [job_view(entry) for entry in page.jobs], "next_token": page.next_token}
+
+
+def pools_view(pools: Iterable[PoolUsage]) -> dict[str, Any]:
+    return {
+        "pools": [
+            {"pool": usage.pool, "capacity": usage.capacity, "in_use": usage.in_use, "pending": usage.pending}
+            for usage in pools
+        ]
+    }
+
+
+def error_view(field: str | None, message: str) -> dict[str, Any]:
+    return {"message": message, "field": field}

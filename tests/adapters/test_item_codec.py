@@ -1,0 +1,146 @@
+"""The item layout of a job, and that it round-trips any job the queue can hold."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from smq_lambda.adapters.item_codec import (
+    decode_page_token,
+    encode_page_token,
+    format_time,
+    from_item,
+    to_item,
+)
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY, Attempt, Job, order_key, scheduling_order
+from smq_lambda.domain.states import JobState
+
+from tests.adapters.builders import G5, P5, T0, job
+
+ALPHANUMERIC = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+NAMES = st.builds(str.__add__, st.sampled_from(ALPHANUMERIC), st.text(ALPHANUMERIC + "-", max_size=20))
+TIMES = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2040, 1, 1), timezones=st.just(UTC))
+PRIORITIES = st.integers(MIN_PRIORITY, MAX_PRIORITY)
+
+
+def test_a_pending_job_is_in_the_pending_index_and_never_expires() -> None:
+    pending = job("a", priority=4, minute=2, instances=3)
+
+    item = to_item(pending, ttl_days=30)
+
+    assert set(item) == {
+        "name", "job_id", "state", "priority", "submitted_at", "demand", "pool", "owner", "version",
+        "attempts", "start_failures", "request", "order_key", "pending_pool",
+    }  # fmt: skip
+    assert item["state"] == {"S": "pending"}
+    assert item["priority"] == {"N": "4"}
+    assert item["submitted_at"] == {"S": "2025-03-01T09:02:00.000000Z"}
+    assert item["demand"] == {"M": {G5: {"N": "3"}}}
+    assert item["pending_pool"] == {"S": G5}
+    assert item["order_key"] == {"S": order_key(4, pending.submitted_at, "a")}
+    assert json.loads(item["request"]["S"]) == pending.request
+
+
+def test_a_started_job_leaves_the_pending_index() -> None:
+    started = lifecycle.start(job("a"), T0, reason="fits")
+
+    item = to_item(started, ttl_days=30)
+
+    assert "pending_pool" not in item
+    assert item["attempts"]["L"][0]["M"]["training_job_name"] == {"S": started.attempts[0].training_job_name}
+    assert item["reason"] == {"S": "fits"}
+
+
+def test_demand_keeps_the_jobs_pool_first_whatever_order_the_map_comes_back_in() -> None:
+    hetero = job("h", groups=[(P5, 1), (G5, 2), ("ml.c5.xlarge", 3)])
+    item = to_item(hetero, ttl_days=30)
+    item["demand"]["M"] = dict(reversed(list(item["demand"]["M"].items())))
+
+    loaded = from_item(item)
+
+    assert loaded.pool == P5
+    assert loaded.demand == {P5: 1, G5: 2, "ml.c5.xlarge": 3}
+
+
+def test_naive_times_are_taken_as_utc() -> None:
+    assert format_time(datetime(2025, 1, 2, 3, 4, 5, 6)) == "2025-01-02T03:04:05.000006Z"
+    assert format_time(datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2025-01-02T03:04:05.000000Z"
+
+
+def test_page_tokens_round_trip_and_are_url_safe() -> None:
+    key = order_key(-17, T0, "job-with-name")
+
+    token = encode_page_token(key)
+
+    assert decode_page_token(token) == key
+    assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> Job:
+    types = draw(st.lists(st.sampled_from([G5, P5, "ml.c5.xlarge"]), min_size=1, max_size=3, unique=True))
+    submitted = draw(TIMES)
+    attempts = tuple(
+        Attempt(
+            number=number,
+            training_job_name=f"run-{number}",
+            started_at=submitted + timedelta(minutes=number),
+            ended_at=draw(st.none() | st.just(submitted + timedelta(minutes=number, seconds=30))),
+            outcome=draw(st.none() | st.sampled_from(["preempted", "refused"])),
+            reason=draw(st.none() | st.text(max_size=20)),
+            backfill=draw(st.booleans()),
+        )
+        for number in range(1, draw(st.integers(0, 3)) + 1)
+    )
+    return Job(
+        name=draw(NAMES),
+        job_id=draw(st.text("0123456789abcdef", min_size=8, max_size=32)),
+        state=draw(st.sampled_from(list(JobState))),
+        priority=draw(PRIORITIES),
+        submitted_at=submitted,
+        demand={kind: draw(st.integers(1, 64)) for kind in types},
+        owner=draw(st.text(min_size=1, max_size=30)),
+        version=draw(st.integers(1, 10_000)),
+        attempts=attempts,
+        reason=draw(st.none() | st.text(max_size=40)),
+        not_before=draw(st.none() | TIMES),
+        start_failures=draw(st.integers(0, 20)),
+        updated_at=draw(st.none() | TIMES),
+        request=draw(
+            st.dictionaries(
+                st.text(max_size=10),
+                st.recursive(
+                    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                    max_leaves=6,
+                ),
+                max_size=5,
+            )
+        ),
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(jobs())
+def test_every_job_round_trips(original: Job) -> None:
+    loaded = from_item(to_item(original, ttl_days=30))
+
+    assert loaded == original
+    assert loaded.request == original.request
+    assert list(loaded.request) == list(original.request)
+    assert loaded.pool == original.pool
+
+
+@settings(max_examples=200, deadline=None)
+@given(PRIORITIES, TIMES, NAMES, PRIORITIES, TIMES, NAMES)
+def test_order_keys_sort_as_the_scheduling_order(
+    priority_a: int, time_a: datetime, name_a: str, priority_b: int, time_b: datetime, name_b: str
+) -> None:
+    """The indexes sort by order_key as text; that must be the queue's one ordering."""
+    by_key = order_key(priority_a, time_a, name_a) < order_key(priority_b, time_b, name_b)
+    by_order = scheduling_order(priority_a, time_a, name_a) < scheduling_order(priority_b, time_b, name_b)
+
+    assert by_key == by_order

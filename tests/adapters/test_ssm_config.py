@@ -1,0 +1,111 @@
+"""Capacity pools from SSM through powertools Parameters, validated."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.parameters import SSMProvider
+from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
+from smq_lambda.adapters.ssm_config import SsmConfigSource
+from smq_lambda.errors import ConfigError
+from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
+from smq_lambda.settings import Settings
+
+from tests.adapters.builders import G5, P5
+
+
+@pytest.fixture
+def provider(ssm_client: Any) -> SSMProvider:
+    return SSMProvider(boto3_client=ssm_client)
+
+
+@pytest.fixture
+def parameter(ssm_client: Any) -> Any:
+    """Writes a pools parameter under a fresh name and returns that name."""
+
+    def write(value: str, name: str | None = None) -> str:
+        name = name or f"/smq/test/{uuid.uuid4().hex}/capacity-pools"
+        ssm_client.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+        return name
+
+    return write
+
+
+def settings(name: str, **overrides: Any) -> Settings:
+    return Settings(table_name="unused", pools_parameter=name, **overrides)
+
+
+def test_pools_come_from_ssm_and_the_rest_from_settings(provider: SSMProvider, parameter: Any) -> None:
+    name = parameter(json.dumps({G5: 8, P5: 0}))
+
+    config = SsmConfigSource(settings(name, unpooled=UnpooledPolicy.UNLIMITED, backfill=True), provider).load()
+
+    assert config == SchedulerConfig(pools={G5: 8, P5: 0}, unpooled=UnpooledPolicy.UNLIMITED, backfill=True)
+
+
+def test_an_operators_change_applies_once_the_cache_expires(provider: SSMProvider, parameter: Any) -> None:
+    name = parameter(json.dumps({G5: 1}))
+    source = SsmConfigSource(settings(name), provider)
+    before = source.load()
+    parameter(json.dumps({G5: 5}), name)
+
+    cached = source.load()
+    provider.clear_cache()
+    after = source.load()
+
+    assert before.pools == cached.pools == {G5: 1}
+    assert after.pools == {G5: 5}
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[8]", "must be a JSON object"),
+        ('"ml.g5.xlarge"', "must be a JSON object"),
+        ("null", "must be a JSON object"),
+        ('{"ml.g5.xlarge": -1}', "non-negative integer"),
+        ('{"ml.g5.xlarge": 1.5}', "non-negative integer"),
+        ('{"ml.g5.xlarge": "8"}', "non-negative integer"),
+        ('{"ml.g5.xlarge": true}', "non-negative integer"),
+        ('{" ": 2}', "instance type is empty"),
+    ],
+)
+def test_a_malformed_parameter_is_a_config_error_that_says_what_is_wrong(
+    provider: SSMProvider, parameter: Any, value: str, complaint: str
+) -> None:
+    name = parameter(value)
+
+    with pytest.raises(ConfigError) as raised:
+        SsmConfigSource(settings(name), provider).load()
+
+    assert complaint in str(raised.value)
+    assert name in str(raised.value)
+
+
+def test_a_missing_parameter_is_a_config_error(provider: SSMProvider) -> None:
+    with pytest.raises(ConfigError, match="could not be read"):
+        SsmConfigSource(settings("/smq/test/missing"), provider).load()
+
+
+@pytest.fixture
+def default_providers() -> Iterator[None]:
+    """Keep powertools' process-wide providers as they were (the test creates one on moto)."""
+    saved = dict(DEFAULT_PROVIDERS)
+    DEFAULT_PROVIDERS.clear()
+    yield
+    DEFAULT_PROVIDERS.clear()
+    DEFAULT_PROVIDERS.update(saved)
+
+
+def test_without_a_provider_the_powertools_default_is_used(default_providers: None, parameter: Any) -> None:
+    name = parameter(json.dumps({P5: 2}))
+
+    config = SsmConfigSource(settings(name)).load()
+
+    assert config.pools == {P5: 2}
+    assert "ssm" in DEFAULT_PROVIDERS

@@ -1,0 +1,142 @@
+"""No input produces a 500: random methods, paths, queries and bodies through the real handler.
+
+The table is real (moto DynamoDB with the template's indexes), so inputs that DynamoDB itself would
+refuse (empty or oversized keys, odd page tokens) are exercised too. Every answer must be a 4xx or
+2xx in the `Error` or documented shape of openapi.yaml.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smq_lambda.adapters.item_codec import encode_page_token
+from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
+from tests.api.gateway import LAMBDA_CONTEXT, ApiGateway, api_event, check_exchange
+from tests.support.fakes import FakeClock
+
+KNOWN_NAMES = ["seed-pending", "seed-running", "fuzz-job"]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=12,
+)
+
+REQUEST_PATHS = [
+    "TrainingJobName",
+    "RoleArn",
+    "AlgorithmSpecification",
+    "AlgorithmSpecification.TrainingImage",
+    "AlgorithmSpecification.TrainingInputMode",
+    "OutputDataConfig",
+    "OutputDataConfig.S3OutputPath",
+    "ResourceConfig",
+    "ResourceConfig.InstanceType",
+    "ResourceConfig.InstanceCount",
+    "ResourceConfig.InstanceGroups",
+    "ResourceConfig.VolumeSizeInGB",
+    "StoppingCondition",
+    "StoppingCondition.MaxRuntimeInSeconds",
+    "CheckpointConfig",
+    "HyperParameters",
+    "Tags",
+    "Environment",
+]
+
+
+@st.composite
+def mutated_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid request with a few members replaced by random JSON or removed."""
+    request = training_request(
+        draw(st.sampled_from([*KNOWN_NAMES, "fuzz-other"])),
+        priority=draw(st.none() | st.integers(-2_000_000, 2_000_000) | st.text(max_size=8)),
+        instance_type=draw(st.sampled_from([G5, P5, "ml.c5.xlarge"])),
+        instances=draw(st.integers(-1, 6)),
+    )
+    for path in draw(st.lists(st.sampled_from(REQUEST_PATHS), max_size=3)):
+        *parents, last = path.split(".")
+        target: Any = request
+        for part in parents:
+            target = target.get(part) if isinstance(target, dict) else None
+        if not isinstance(target, dict):
+            continue
+        if draw(st.booleans()):
+            target.pop(last, None)
+        else:
+            target[last] = draw(json_values)
+    return request
+
+
+bodies = st.one_of(
+    st.none(),
+    st.text(max_size=200),
+    json_values.map(json.dumps),
+    mutated_requests().map(json.dumps),
+    st.builds(lambda value: json.dumps({"priority": value}), json_values | st.integers()),
+)
+
+job_names = st.sampled_from(KNOWN_NAMES) | st.text(min_size=1, max_size=80).filter(lambda text: "/" not in text)
+
+paths = st.one_of(
+    st.sampled_from(["/add-job", "/jobs", "/pools", "/", "/jobs/"]),
+    job_names.map(lambda name: f"/jobs/{name}"),
+    st.text(max_size=40).map(lambda text: f"/{text}"),
+)
+
+query_values = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["all", "pending", "pending,running", "1", "100", G5, ALICE]),
+    st.text(max_size=40).map(encode_page_token),
+)
+queries = st.none() | st.dictionaries(
+    st.sampled_from(["state", "pool", "owner", "limit", "next_token", "other"]), query_values, max_size=4
+)
+
+
+@pytest.fixture
+def fuzz_api(api: ApiGateway, store: Any, clock: FakeClock) -> tuple[ApiGateway, Any]:
+    """The API over a table holding a pending and a running job of alice."""
+    for name in ("seed-pending", "seed-running"):
+        assert api.add(training_request(name)).status == 202
+    run(store, "seed-running", clock())
+    return api, api.handler
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    method=st.sampled_from(["GET", "POST", "PATCH", "DELETE", "PUT", "HEAD", "OPTIONS"]),
+    path=paths,
+    body=bodies,
+    query=queries,
+    caller=st.sampled_from([ALICE, BOB, ADMIN, None]),
+    encode=st.booleans(),
+)
+def test_no_input_gets_a_server_error(
+    fuzz_api: tuple[ApiGateway, Any],
+    method: str,
+    path: str,
+    body: str | None,
+    query: dict[str, str] | None,
+    caller: str | None,
+    encode: bool,
+) -> None:
+    api, handler = fuzz_api
+    if encode and body is not None:
+        body = base64.b64encode(body.encode("utf-8", "surrogatepass")).decode()
+    event = api_event(method, path, body=body, query=query, caller=caller, is_base64=encode)
+
+    response = handler(copy.deepcopy(event), LAMBDA_CONTEXT)
+
+    assert 200 <= response["statusCode"] < 500, response
+    reply = json.loads(response["body"])
+    if response["statusCode"] >= 400:
+        assert isinstance(reply["message"], str) and reply["message"]
+        assert reply["field"] is None or isinstance(reply["field"], str)
+    check_exchange(event, response, unknown_route_ok=True)

@@ -1,0 +1,243 @@
+"""Job lifecycles, events and faults, with the synthetic executor (no processes: fast)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Stack, aws, synthetic_job, unique
+
+DOCUMENTED_EVENT = json.loads((Path(__file__).parent / "documented_event.json").read_text())
+
+
+def test_a_job_passes_through_every_phase_and_emits_an_event_for_each(synthetic: Stack) -> None:
+    name = unique("life")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.2))
+
+    description = synthetic.wait(name)
+    synthetic.wait_events(name, "Completed")
+
+    expected = [("InProgress", "Starting"), ("InProgress", "Downloading"),
+                ("InProgress", "Training"), ("InProgress", "Uploading"),
+                ("Completed", "Completed")]
+    assert synthetic.statuses(name) == expected
+    transitions = description["SecondaryStatusTransitions"]
+    assert [t["Status"] for t in transitions] == [s for _, s in expected]
+    assert all(t["StartTime"] <= t["EndTime"] for t in transitions)
+    assert all(a["EndTime"] == b["StartTime"] for a, b in itertools.pairwise(transitions))
+    assert all(t["StatusMessage"] for t in transitions)
+    assert (description["CreationTime"] <= description["TrainingStartTime"]
+            < description["TrainingEndTime"] == description["LastModifiedTime"])
+    assert description["BillableTimeInSeconds"] >= 1
+    assert "FailureReason" not in description
+
+
+def test_describe_echoes_the_request(synthetic: Stack) -> None:
+    name = unique("echo")
+    request = synthetic_job(name, duration=30, EnableManagedSpotTraining=True,
+                            CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/echo"},
+                            StoppingCondition={"MaxRuntimeInSeconds": 600,
+                                               "MaxWaitTimeInSeconds": 1200})
+    arn = synthetic.client.create_training_job(**request)["TrainingJobArn"]
+
+    description = synthetic.client.describe_training_job(TrainingJobName=name)
+
+    assert description["TrainingJobArn"] == arn == (
+        f"arn:aws:sagemaker:us-east-1:000000000000:training-job/{name}")
+    for member in ("HyperParameters", "AlgorithmSpecification", "RoleArn", "OutputDataConfig",
+                   "ResourceConfig", "StoppingCondition", "CheckpointConfig"):
+        assert description[member] == request[member], member
+    assert description["EnableManagedSpotTraining"] is True
+    assert description["TrainingJobStatus"] == "InProgress"
+
+
+def test_events_have_the_documented_shape(synthetic: Stack) -> None:
+    name = unique("shape")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1, Tags=[
+        {"Key": "smq:job", "Value": "job1"}, {"Key": "smq:attempt", "Value": "1"}]))
+    synthetic.wait(name)
+    synthetic.wait_events(name, "Completed")
+
+    event = synthetic.events[-1]
+    documented = {k: v for k, v in DOCUMENTED_EVENT.items() if not k.startswith("_")}
+    assert set(event) == set(documented)
+    assert set(event["detail"]) >= set(documented["detail"])
+    assert event["detail-type"] == "SageMaker Training Job State Change"
+    assert event["source"] == "aws.sagemaker"
+    assert event["resources"] == [event["detail"]["TrainingJobArn"]]
+    assert event["detail"]["Tags"] == {"smq:job": "job1", "smq:attempt": "1"}
+    for member in ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime"):
+        assert isinstance(event["detail"][member], int)  # epoch millis, as documented
+        assert event["detail"][member] > 1_500_000_000_000
+    transition = event["detail"]["SecondaryStatusTransitions"][0]
+    assert set(transition) == {"Status", "StartTime", "EndTime", "StatusMessage"}
+    assert isinstance(transition["StartTime"], int)
+    assert time.strptime(event["time"], "%Y-%m-%dT%H:%M:%SZ")
+    assert len({e["id"] for e in synthetic.events}) == len(synthetic.events)
+
+
+def test_a_stopped_synthetic_job_reaches_stopped_within_a_second(synthetic: Stack) -> None:
+    name = unique("stop")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=60))
+    synthetic.wait_secondary(name, "Training")
+
+    synthetic.client.stop_training_job(TrainingJobName=name)
+    description = synthetic.wait(name, timeout=2.0)
+
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
+        "Stopped", "Stopped")
+    stopping = description["SecondaryStatusTransitions"][-2]
+    assert stopping["Status"] == "Stopping"
+    assert (stopping["EndTime"] - stopping["StartTime"]).total_seconds() < 1.0
+    synthetic.wait_events(name, "Stopped")
+    assert synthetic.statuses(name)[-2:] == [("Stopping", "Stopping"), ("Stopped", "Stopped")]
+
+
+def test_a_job_stopped_while_starting_never_trains(make_stack: Any) -> None:
+    from smq.local.sagemaker import PhaseTimings
+
+    stack = make_stack(timings=PhaseTimings(starting=5.0))
+    name = unique("early")
+    stack.client.create_training_job(**synthetic_job(name))
+    stack.client.stop_training_job(TrainingJobName=name)
+
+    stack.wait(name, timeout=2.0)
+    stack.wait_events(name, "Stopped")
+    assert [s for _, s in stack.statuses(name)] == ["Starting", "Stopping", "Stopped"]
+
+
+def test_a_failing_synthetic_job_fails_with_a_reason(synthetic: Stack) -> None:
+    name = unique("fail")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1, outcome="fail"))
+
+    description = synthetic.wait(name)
+
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
+        "Failed", "Failed")
+    assert description["FailureReason"].startswith("AlgorithmError")
+    synthetic.wait_events(name, "Failed")
+    assert synthetic.events[-1]["detail"]["FailureReason"] == description["FailureReason"]
+
+
+def test_max_runtime_exceeded_stops_the_job(synthetic: Stack) -> None:
+    name = unique("maxrun")
+    synthetic.client.create_training_job(**synthetic_job(
+        name, outcome="hang", duration=0, StoppingCondition={"MaxRuntimeInSeconds": 1}))
+
+    description = synthetic.wait(name, timeout=5)
+
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
+        "Stopped", "MaxRuntimeExceeded")
+    assert [t["Status"] for t in description["SecondaryStatusTransitions"]][-3:] == [
+        "Training", "Stopping", "MaxRuntimeExceeded"]
+    assert "FailureReason" not in description
+
+
+def test_max_wait_time_exceeded_stops_a_spot_job(synthetic: Stack) -> None:
+    name = unique("maxwait")
+    synthetic.client.create_training_job(**synthetic_job(
+        name, duration=30, EnableManagedSpotTraining=True,
+        StoppingCondition={"MaxRuntimeInSeconds": 1, "MaxWaitTimeInSeconds": 1}))
+
+    description = synthetic.wait(name, timeout=5)
+
+    # Both limits are 1 s, but the wait counts from creation, the runtime from Training.
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
+        "Stopped", "MaxWaitTimeExceeded")
+
+
+def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> None:
+    name = unique("spot")
+    synthetic.client.create_training_job(**synthetic_job(
+        name, duration=2.0, EnableManagedSpotTraining=True,
+        CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/spot"}))
+    synthetic.wait_secondary(name, "Training")
+    time.sleep(1.0)
+
+    synthetic.service.inject(name, "interrupt")
+    description = synthetic.wait(name)
+
+    assert description["TrainingJobStatus"] == "Completed"
+    transitions = description["SecondaryStatusTransitions"]
+    assert [t["Status"] for t in transitions] == [
+        "Starting", "Downloading", "Training", "Interrupted", "Starting", "Downloading",
+        "Training", "Uploading", "Completed"]
+    second_training = transitions[6]
+    # It resumed: about 1 s of the 2 s of work was left, not all of it.
+    assert (second_training["EndTime"] - second_training["StartTime"]).total_seconds() < 1.6
+    assert description["BillableTimeInSeconds"] <= description["TrainingTimeInSeconds"]
+    synthetic.wait_events(name, "Completed")
+    assert ("InProgress", "Interrupted") in synthetic.statuses(name)
+
+
+def test_only_spot_jobs_can_be_interrupted(synthetic: Stack) -> None:
+    from smq.local.sagemaker import ValidationError
+
+    name = unique("ondemand")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=30))
+
+    with pytest.raises(ValidationError) as raised:
+        synthetic.service.inject(name, "interrupt")
+
+    assert "spot" in raised.value.message
+
+
+def test_an_injected_failure_fails_the_job(synthetic: Stack) -> None:
+    name = unique("inject-fail")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=30))
+    synthetic.wait_secondary(name, "Training")
+
+    synthetic.service.inject(name, "fail")
+    description = synthetic.wait(name, timeout=2)
+
+    assert description["TrainingJobStatus"] == "Failed"
+    assert description["FailureReason"].startswith("InternalServerError")
+
+
+def test_a_hung_job_keeps_training_and_reports_idle_gpus(
+        synthetic: Stack, aws_env: dict[str, str]) -> None:
+    name = unique("hang")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1, outcome="hang"))
+    synthetic.wait_secondary(name, "Training")
+    cloudwatch = aws("cloudwatch", aws_env)
+
+    deadline = time.monotonic() + 5
+    while True:
+        data = cloudwatch.get_metric_statistics(
+            Namespace="/aws/sagemaker/TrainingJobs", MetricName="GPUUtilization",
+            Dimensions=[{"Name": "Host", "Value": f"{name}/algo-1"}],
+            StartTime=time.time() - 300, EndTime=time.time() + 60, Period=60,
+            Statistics=["Maximum"])["Datapoints"]
+        if data or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+
+    assert data and max(d["Maximum"] for d in data) == 0.0
+    assert synthetic.client.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == (
+        "Training")
+
+
+def test_event_handlers_may_call_the_service_back(make_stack: Any) -> None:
+    """The handler runs on the dispatcher thread, with no lock held: calling in cannot deadlock."""
+    seen: list[str] = []
+    name = unique("reentrant")
+
+    def handler(event: dict[str, Any]) -> None:
+        described = stack.client.describe_training_job(TrainingJobName=name)
+        seen.append(described["TrainingJobStatus"])
+        if event["detail"]["SecondaryStatus"] == "Training":
+            stack.client.stop_training_job(TrainingJobName=name)
+
+    stack: Stack = make_stack(handler=handler)
+    stack.client.create_training_job(**synthetic_job(name, duration=30))
+
+    assert stack.wait(name, timeout=3)["TrainingJobStatus"] == "Stopped"
+    stack.wait_events(name, "Stopped")
+    deadline = time.monotonic() + 3
+    while len(seen) < len(stack.statuses(name)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen[-1] == "Stopped"

@@ -1,0 +1,236 @@
+"""What must hold after any pass, checked from the outside with plain arithmetic.
+
+Shared by the property tests (random snapshots) and the simulation test (every pass of a run).
+The checker does not use the scheduler's own ledger or preemption code, so a bug there cannot hide
+itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+
+RECLAIMABLE = (JobState.STARTING, JobState.RUNNING)
+RELEASING = (JobState.PREEMPTING, JobState.STOPPING)
+
+
+class Violation(AssertionError):
+    pass
+
+
+def check_pass(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
+    """Raise Violation naming the first broken rule."""
+    jobs = {job.name: job for job in snapshot.jobs}
+    _one_action_per_job(actions)
+    _actions_fit_states(jobs, actions, now)
+    _no_overcommit(snapshot, config, actions)
+    _preemptions_allowed(jobs, actions)
+    _preemptions_minimal(snapshot, config, actions)
+    _strict_order(snapshot, config, actions, now)
+    _backfill_only_on_unusable_instances(snapshot, config, actions, now)
+    _heads_helped(snapshot, config, actions, now)
+
+
+def _one_action_per_job(actions: Sequence[Action]) -> None:
+    names = Counter(action.job_name for action in actions)
+    twice = [name for name, count in names.items() if count > 1]
+    if twice:
+        raise Violation(f"jobs with two actions: {twice}")
+
+
+def _actions_fit_states(jobs: Mapping[str, Job], actions: Sequence[Action], now: datetime) -> None:
+    for action in actions:
+        job = jobs[action.job_name]
+        if isinstance(action, StartJob):
+            if job.state is not JobState.PENDING or action.attempt != job.next_attempt_number:
+                raise Violation(f"bad start {action} of {job.state} job with {len(job.attempts)} attempts")
+            if job.not_before is not None and job.not_before > now:
+                raise Violation(f"{job.name} started during its backoff")
+        elif isinstance(action, PreemptJob):
+            attempt = job.current_attempt
+            if job.state not in RECLAIMABLE or attempt is None or action.attempt != attempt.number:
+                raise Violation(f"bad preemption {action} of a {job.state} job")
+        elif isinstance(action, ExplainWait) and (job.state is not JobState.PENDING or action.reason == job.reason):
+            raise Violation(f"needless explanation {action} of {job.name} ({job.state}, {job.reason!r})")
+
+
+def usage(jobs: Iterable[Job], external: Mapping[str, int]) -> tuple[Counter[str], Counter[str]]:
+    """(used, releasing) instances per pool."""
+    used: Counter[str] = Counter(external)
+    releasing: Counter[str] = Counter()
+    for job in jobs:
+        if job.state in (*RECLAIMABLE, *RELEASING):
+            used.update(job.demand)
+        if job.state in RELEASING:
+            releasing.update(job.demand)
+    return used, releasing
+
+
+def _no_overcommit(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> None:
+    jobs = {job.name: job for job in snapshot.jobs}
+    used, _ = usage(snapshot.jobs, snapshot.external_usage)
+    touched: set[str] = set()
+    for action in actions:
+        if isinstance(action, StartJob):
+            used.update(jobs[action.job_name].demand)
+            touched.update(jobs[action.job_name].demand)
+    for pool in touched:
+        capacity = config.capacity(pool)
+        if capacity is not None and used[pool] > capacity:
+            raise Violation(f"{pool} over-committed: {used[pool]} > {capacity}")
+
+
+def _preemptions_allowed(jobs: Mapping[str, Job], actions: Sequence[Action]) -> None:
+    for action in actions:
+        if isinstance(action, PreemptJob):
+            target, head = jobs[action.job_name], jobs[action.for_job]
+            lower = target.priority < head.priority
+            reclaimed = target.is_backfill and target.order > head.order
+            if not (lower or reclaimed):
+                raise Violation(f"{target.name} (p{target.priority}) may not be preempted for {head.name}")
+
+
+def _covers(targets: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
+    freed: Counter[str] = Counter()
+    for job in targets:
+        freed.update(job.demand)
+    return all(freed[pool] >= missing for pool, missing in shortfall.items())
+
+
+def _preemptions_minimal(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> None:
+    """Replaying the actions in order, each head's targets cover its shortfall at that moment (counting
+    stops in flight and those decided before) and removing any one target leaves a pool short."""
+    jobs = {job.name: job for job in snapshot.jobs}
+    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
+    groups: dict[str, list[Job]] = {}
+    shortfalls: dict[str, dict[str, int]] = {}
+    for action in actions:
+        if isinstance(action, StartJob):
+            used.update(jobs[action.job_name].demand)
+        elif isinstance(action, PreemptJob):
+            head = jobs[action.for_job]
+            if head.name not in shortfalls:
+                shortfalls[head.name] = _shortfall(head, used, releasing, config)
+            groups.setdefault(head.name, []).append(jobs[action.job_name])
+            releasing.update(jobs[action.job_name].demand)
+    for head, targets in groups.items():
+        shortfall = shortfalls[head]
+        if not _covers(targets, shortfall):
+            raise Violation(f"preemptions for {head} do not cover {shortfall}")
+        for target in targets:
+            if _covers([other for other in targets if other is not target], shortfall):
+                raise Violation(f"preempting {target.name} for {head} is not needed")
+
+
+def _shortfall(head: Job, used: Counter[str], releasing: Counter[str], config: SchedulerConfig) -> dict[str, int]:
+    shortfall = {}
+    for pool, count in head.demand.items():
+        capacity = config.capacity(pool)
+        if capacity is not None and count > capacity - used[pool] + releasing[pool]:
+            shortfall[pool] = count - (capacity - used[pool] + releasing[pool])
+    return shortfall
+
+
+def _eligible(job: Job, config: SchedulerConfig, now: datetime) -> bool:
+    """Pending and able to run: not in start backoff, not larger than a pool."""
+    if job.state is not JobState.PENDING or (job.not_before is not None and job.not_before > now):
+        return False
+    return all(config.capacity(pool) is None or count <= config.capacity(pool) for pool, count in job.demand.items())
+
+
+def _limited(job: Job, config: SchedulerConfig) -> set[str]:
+    return {pool for pool in job.demand if config.capacity(pool) is not None}
+
+
+def _strict_order(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
+    """No start passes over an earlier waiting job of one of its limited pools, unless it is a backfill
+    start with backfill on."""
+    starts = {action.job_name: action for action in actions if isinstance(action, StartJob)}
+    if not config.backfill and any(start.backfill for start in starts.values()):
+        raise Violation("backfill start with backfill off")
+    waiting_pools: set[str] = set()
+    for job in sorted(snapshot.jobs, key=lambda job: job.order):
+        if not _eligible(job, config, now):
+            continue
+        start = starts.get(job.name)
+        if start is None:
+            waiting_pools |= _limited(job, config)
+        elif _limited(job, config) & waiting_pools and not start.backfill:
+            raise Violation(f"{job.name} started ahead of a waiting job in {_limited(job, config) & waiting_pools}")
+
+
+def _backfill_only_on_unusable_instances(
+    snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime
+) -> None:
+    """A backfill start, at the moment it is decided, leaves alone every instance a head ahead of it
+    would get: each waiting job first in one of its pools does not fit even once stops land."""
+    jobs = {job.name: job for job in snapshot.jobs}
+    started = {action.job_name for action in actions if isinstance(action, StartJob)}
+    waiting = [
+        job
+        for job in sorted(snapshot.jobs, key=lambda job: job.order)
+        if _eligible(job, config, now) and job.name not in started
+    ]
+    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
+    for action in actions:
+        if isinstance(action, PreemptJob):
+            releasing.update(jobs[action.job_name].demand)
+        if not isinstance(action, StartJob):
+            continue
+        job = jobs[action.job_name]
+        if action.backfill:
+            for pool in _limited(job, config):
+                head = next((other for other in waiting if other.order < job.order and pool in other.demand), None)
+                if head is not None and not _shortfall(head, used, releasing, config):
+                    raise Violation(f"backfill {job.name} in {pool} while head {head.name} fits once stops land")
+        used.update(job.demand)
+
+
+def heads(snapshot: Snapshot, config: SchedulerConfig, started: Iterable[str], now: datetime) -> list[Job]:
+    """Eligible pending jobs that wait and have no waiting job ahead of them in any of their pools."""
+    started = set(started)
+    headed: set[str] = set()
+    result = []
+    for job in sorted(snapshot.jobs, key=lambda job: job.order):
+        if not _eligible(job, config, now) or job.name in started:
+            continue
+        if not _limited(job, config) & headed:
+            result.append(job)
+        headed |= _limited(job, config)
+    return result
+
+
+def _heads_helped(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
+    """After the pass, every head either fits once the stops in flight land, or could not fit even if
+    every job it may preempt were stopped: no head is left waiting on a job it could reclaim. With
+    backfill this is what bounds a head's extra wait to one stop."""
+    after = {job.name: job for job in snapshot.jobs}
+    starts = {action.job_name: action for action in actions if isinstance(action, StartJob)}
+    preempted = {action.job_name for action in actions if isinstance(action, PreemptJob)}
+    live: list[tuple[Job, bool]] = []
+    """(job, backfilled) of the live jobs after the pass that are not releasing."""
+    for name, job in after.items():
+        if name in starts:
+            live.append((job, starts[name].backfill))
+        elif job.state in RECLAIMABLE and name not in preempted:
+            live.append((job, job.is_backfill))
+    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
+    for name in starts:
+        used.update(after[name].demand)
+    for name in preempted:
+        releasing.update(after[name].demand)
+    for head in heads(snapshot, config, starts, now):
+        shortfall = _shortfall(head, used, releasing, config)
+        if not shortfall:
+            continue
+        reclaimable = [
+            job for job, backfilled in live if job.priority < head.priority or (backfilled and job.order > head.order)
+        ]
+        if _covers(reclaimable, shortfall):
+            raise Violation(f"head {head.name} lacks {shortfall} but could reclaim {[job.name for job in reclaimable]}")

@@ -1,0 +1,121 @@
+"""A scheduler wired to in-memory fakes, driven the way Lambda drives it: through the handler."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from smq_lambda.domain.model import Job, demand_of
+from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.handlers.scheduler import handle
+from smq_lambda.ports import JobStore
+from smq_lambda.service.scheduler import Scheduler
+from tests.support.fake_lease import InMemoryPassLease
+from tests.support.fakes import FakeClock, FakeConfigSource, FakeTrainingService, InMemoryJobStore
+
+POOL = "ml.p5.48xlarge"
+
+
+def training_request(name: str, *, priority: int, pool: str = POOL, instances: int = 1) -> dict[str, Any]:
+    return {
+        "TrainingJobName": name,
+        "RoleArn": "arn:aws:iam::000000000000:role/SageMakerRole",
+        "AlgorithmSpecification": {"TrainingImage": "local/trainer:latest", "TrainingInputMode": "File"},
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/output"},
+        "ResourceConfig": {"InstanceType": pool, "InstanceCount": instances, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        "CheckpointConfig": {"S3Uri": f"s3://bucket/checkpoints/{name}/"},
+        "Tags": [{"Key": "priority", "Value": str(priority)}],
+    }
+
+
+def queued_job(name: str, *, priority: int, submitted_at, pool: str = POOL, instances: int = 1) -> Job:
+    request = training_request(name, priority=priority, pool=pool, instances=instances)
+    return Job(
+        name=name,
+        job_id=uuid.uuid4().hex,
+        state=JobState.PENDING,
+        priority=priority,
+        submitted_at=submitted_at,
+        demand=demand_of(request),
+        owner="arn:aws:iam::000000000000:user/alice",
+        request=request,
+    )
+
+
+@dataclass
+class World:
+    """Fakes of every port plus the scheduler; `store` may be swapped for the DynamoDB store."""
+
+    capacity: dict[str, int]
+    backfill: bool = False
+    clock: FakeClock = field(default_factory=FakeClock)
+    store: JobStore = field(default_factory=InMemoryJobStore)
+    lease: Any = field(default_factory=InMemoryPassLease)
+
+    def __post_init__(self) -> None:
+        self.sagemaker = FakeTrainingService(clock=self.clock)
+        self.config = FakeConfigSource(self.capacity, backfill=self.backfill)
+        self.scheduler = Scheduler(
+            store=self.store, training=self.sagemaker, config=self.config, lease=self.lease, clock=self.clock
+        )
+
+    def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:
+        self.clock.advance(seconds=1)
+        job = self.store.create(queued_job(name, priority=priority, submitted_at=self.clock(), pool=pool, instances=instances))
+        self.kick()
+        return job
+
+    def kick(self) -> dict[str, Any]:
+        """The API's asynchronous invocation after an accepted call."""
+        return handle({"source": "smq.api", "reason": "test"}, self.scheduler)
+
+    def reconcile(self) -> dict[str, Any]:
+        return handle({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}, self.scheduler)
+
+    def event(self, training_job_name: str) -> dict[str, Any]:
+        return self.sagemaker.state_change_event(training_job_name)
+
+    def deliver(self, event: dict[str, Any]) -> dict[str, Any]:
+        return handle(event, self.scheduler)
+
+    def progress(self, job_name: str, status: str, **details: Any) -> dict[str, Any]:
+        """SageMaker moves the job's current attempt to `status`; its event is delivered."""
+        attempt = self.job(job_name).current_attempt
+        assert attempt is not None
+        self.clock.advance(seconds=1)
+        self.sagemaker.set_status(attempt.training_job_name, status, **details)
+        return self.deliver(self.event(attempt.training_job_name))
+
+    def finish_stops(self) -> None:
+        """SageMaker completes every stop it was asked for, and reports it."""
+        for name in list(self.sagemaker.jobs):
+            if self.sagemaker.jobs[name].status == "Stopping":
+                self.sagemaker.set_status(name, "Stopped")
+                self.deliver(self.event(name))
+
+    def job(self, name: str) -> Job:
+        job = self.store.get(name)
+        assert job is not None, name
+        return job
+
+    def states(self) -> dict[str, str]:
+        return {job.name: str(job.state) for job in self.all_jobs()}
+
+    def all_jobs(self) -> list[Job]:
+        jobs: list[Job] = []
+        token = None
+        while True:
+            page = self.store.list_jobs(states=list(JobState), limit=100, next_token=token)
+            jobs.extend(page.jobs)
+            token = page.next_token
+            if token is None:
+                return jobs
+
+    def live_jobs(self) -> list[Job]:
+        return [job for job in self.all_jobs() if job.state in LIVE_STATES]
+
+    def later(self, seconds: float) -> None:
+        self.clock.advance(timedelta(seconds=seconds))

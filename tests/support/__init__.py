@@ -1,0 +1,1 @@
+"""Test support shared by every test level: in-memory fakes of the ports and AWS (moto) helpers."""

@@ -1,0 +1,322 @@
+"""In-memory fakes of the ports, shared by every test level.
+
+The job store keeps DynamoDB items made by the real item codec and applies the same conditions,
+orderings and page tokens as the DynamoDB store; tests/adapters/test_job_store_contract.py runs one
+set of assertions against both so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item, to_item
+from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.errors import JobConflict, StartRefused, VersionConflict
+from smq_lambda.ports import JobPage, TrainingJobStatus
+from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
+
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+_SECONDARY_OF = {"InProgress": "Training"}
+
+
+class FakeClock:
+    """A clock tests move by hand. Call it (or `.now()`) for the current time."""
+
+    def __init__(self, start: datetime = EPOCH) -> None:
+        self._now = start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def __call__(self) -> datetime:
+        return self._now
+
+    def advance(self, delta: timedelta | None = None, **parts: float) -> datetime:
+        """Move forward by `delta` or by timedelta keywords (`advance(seconds=30)`)."""
+        self._now += delta if delta is not None else timedelta(**parts)
+        return self._now
+
+    def set(self, value: datetime) -> None:
+        self._now = value
+
+
+class InMemoryJobStore:
+    """The JobStore port over a dict of DynamoDB items; thread-safe, so concurrency tests can use it."""
+
+    def __init__(self, *, ttl_days: int = 30) -> None:
+        self._ttl_days = ttl_days
+        self._items: dict[str, Item] = {}
+        self._lock = threading.Lock()
+
+    def create(self, job: Job) -> Job:
+        stored = replace(job, version=1)
+        with self._lock:
+            existing = self._items.get(job.name)
+            if existing is not None and JobState(existing["state"]["S"]) not in TERMINAL_STATES:
+                raise JobConflict(job.name, f"a job named {job.name!r} is already {existing['state']['S']}")
+            self._items[job.name] = to_item(stored, ttl_days=self._ttl_days)
+        return stored
+
+    def get(self, name: str) -> Job | None:
+        with self._lock:
+            item = self._items.get(name)
+        return None if item is None else from_item(item)
+
+    def save(self, job: Job, *, expected_version: int) -> Job:
+        if job.version != expected_version + 1:
+            raise ValueError(f"job {job.name!r} must be saved as version {expected_version + 1}, not {job.version}")
+        with self._lock:
+            existing = self._items.get(job.name)
+            if (
+                existing is None
+                or int(existing["version"]["N"]) != expected_version
+                or existing["job_id"]["S"] != job.job_id
+            ):
+                raise VersionConflict(job.name)
+            self._items[job.name] = to_item(job, ttl_days=self._ttl_days)
+        return job
+
+    def active_jobs(self) -> list[Job]:
+        return [from_item(item) for item in self._ordered(lambda item: JobState(item["state"]["S"]) in ACTIVE_STATES)]
+
+    def pending_in_pool(self, pool: str) -> list[Job]:
+        return [from_item(item) for item in self._ordered(lambda item: item.get("pending_pool") == {"S": pool})]
+
+    def list_jobs(
+        self,
+        *,
+        states: Collection[JobState],
+        pool: str | None = None,
+        owner: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> JobPage:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        after = decode_page_token(next_token) if next_token else ""
+        wanted = {str(JobState(state)) for state in states}
+
+        def matches(item: Item) -> bool:
+            return (
+                item["state"]["S"] in wanted
+                and (pool is None or item["pool"]["S"] == pool)
+                and (owner is None or item["owner"]["S"] == owner)
+                and item["order_key"]["S"] > after
+            )
+
+        candidates = self._ordered(matches)
+        page = candidates[:limit]
+        token = encode_page_token(page[-1]["order_key"]["S"]) if len(candidates) > limit else None
+        return JobPage(jobs=[from_item(item) for item in page], next_token=token)
+
+    def all_jobs(self) -> list[Job]:
+        """Every job, finished ones included, by name: for invariant checks."""
+        with self._lock:
+            items = [self._items[name] for name in sorted(self._items)]
+        return [from_item(item) for item in items]
+
+    def item(self, name: str) -> Item | None:
+        """The stored item as DynamoDB would hold it (tests read `expires_at`, `pending_pool`)."""
+        with self._lock:
+            item = self._items.get(name)
+            return None if item is None else {key: dict(value) for key, value in item.items()}
+
+    def _ordered(self, keep: Callable[[Item], bool]) -> list[Item]:
+        with self._lock:
+            items = [item for item in self._items.values() if keep(item)]
+        return sorted(items, key=lambda item: item["order_key"]["S"])
+
+
+@dataclass
+class FakeTrainingJob:
+    """One training job the fake SageMaker holds."""
+
+    name: str
+    request: dict[str, Any]
+    status: str = "InProgress"
+    secondary_status: str | None = "Starting"
+    failure_reason: str | None = None
+    end_time: datetime | None = None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {tag["Key"]: tag["Value"] for tag in self.request.get("Tags") or ()}
+
+
+@dataclass
+class _Refusal:
+    reason: str
+    lasting: bool
+    remaining: int | None
+
+
+@dataclass(eq=False)
+class FakeTrainingService:
+    """The TrainingService port in memory.
+
+    - `start_calls` / `stop_calls` record every call, in order (training job names).
+    - `refuse(job_name, ...)` makes starts of a queue job fail, lasting or transient, for `times`
+      calls (None: until `allow`).
+    - A start of a name that already exists is a no-op, as ResourceInUse makes it for the adapter.
+    - `describe` answers from `jobs`; like DescribeTrainingJob it carries no tags.
+    - `external` is what `external_usage` reports (filtered to the pools asked about).
+    - `stop_immediately` makes a stop end the job as Stopped at once instead of leaving it Stopping.
+    """
+
+    external: dict[str, int] = field(default_factory=dict)
+    stop_immediately: bool = False
+    clock: Callable[[], datetime] = field(default=lambda: EPOCH)
+    jobs: dict[str, FakeTrainingJob] = field(default_factory=dict, init=False)
+    start_calls: list[str] = field(default_factory=list, init=False)
+    stop_calls: list[str] = field(default_factory=list, init=False)
+    _refusals: dict[str, _Refusal] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def refuse(self, job_name: str, reason: str, *, lasting: bool, times: int | None = None) -> None:
+        with self._lock:
+            self._refusals[job_name] = _Refusal(reason, lasting, times)
+
+    def allow(self, job_name: str) -> None:
+        with self._lock:
+            self._refusals.pop(job_name, None)
+
+    def start_attempt(self, job: Job) -> None:
+        request = attempt_request(job)
+        name = request["TrainingJobName"]
+        with self._lock:
+            self.start_calls.append(name)
+            refusal = self._refusals.get(job.name)
+            if refusal is not None:
+                if refusal.remaining is not None:
+                    refusal.remaining -= 1
+                    if refusal.remaining <= 0:
+                        del self._refusals[job.name]
+                raise StartRefused(refusal.reason, lasting=refusal.lasting)
+            if name not in self.jobs:
+                self.jobs[name] = FakeTrainingJob(name=name, request=request)
+
+    def stop(self, training_job_name: str) -> None:
+        with self._lock:
+            self.stop_calls.append(training_job_name)
+            job = self.jobs.get(training_job_name)
+            if job is None or job.status != "InProgress":
+                return
+            if self.stop_immediately:
+                self._end(job, "Stopped", secondary_status="Stopped")
+            else:
+                job.status = job.secondary_status = "Stopping"
+
+    def describe(self, training_job_name: str) -> TrainingJobStatus | None:
+        with self._lock:
+            job = self.jobs.get(training_job_name)
+            if job is None:
+                return None
+            return TrainingJobStatus(
+                name=job.name,
+                status=job.status,
+                secondary_status=job.secondary_status,
+                failure_reason=job.failure_reason,
+                end_time=job.end_time,
+            )
+
+    def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
+        return {pool: count for pool, count in self.external.items() if pool in pools and count}
+
+    def set_status(
+        self,
+        training_job_name: str,
+        status: str,
+        *,
+        secondary_status: str | None = None,
+        failure_reason: str | None = None,
+    ) -> None:
+        """Move a training job on as SageMaker would (`Completed`, `Failed`, `Stopped`, ...)."""
+        with self._lock:
+            job = self.jobs[training_job_name]
+            secondary = secondary_status or _SECONDARY_OF.get(status, status)
+            if status in BUSY_STATUSES:
+                job.status = status
+                job.secondary_status = secondary
+            else:
+                self._end(job, status, secondary_status=secondary, failure_reason=failure_reason)
+
+    def live_names(self) -> list[str]:
+        """Training jobs that still hold instances (InProgress or Stopping)."""
+        with self._lock:
+            return [name for name, job in self.jobs.items() if job.status in BUSY_STATUSES]
+
+    def state_change_event(self, training_job_name: str) -> dict[str, Any]:
+        """The EventBridge event SageMaker emits for the job's current status (Tags as a map)."""
+        with self._lock:
+            job = self.jobs[training_job_name]
+            arn = f"arn:aws:sagemaker:us-east-1:000000000000:training-job/{job.name.lower()}"
+            detail: dict[str, Any] = {
+                "TrainingJobName": job.name,
+                "TrainingJobArn": arn,
+                "TrainingJobStatus": job.status,
+                "SecondaryStatus": job.secondary_status,
+                "ResourceConfig": job.request.get("ResourceConfig"),
+                "Tags": job.tags,
+            }
+            if job.failure_reason is not None:
+                detail["FailureReason"] = job.failure_reason
+            return {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": "SageMaker Training Job State Change",
+                "source": "aws.sagemaker",
+                "account": "000000000000",
+                "time": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "region": "us-east-1",
+                "resources": [arn],
+                "detail": detail,
+            }
+
+    def _end(
+        self, job: FakeTrainingJob, status: str, *, secondary_status: str, failure_reason: str | None = None
+    ) -> None:
+        job.status = status
+        job.secondary_status = secondary_status
+        job.failure_reason = failure_reason
+        job.end_time = self.clock()
+
+
+class FakeConfigSource:
+    """The ConfigSource port: returns `config`, which tests may replace between passes."""
+
+    def __init__(
+        self,
+        pools: Mapping[str, int] | None = None,
+        *,
+        unpooled: UnpooledPolicy = UnpooledPolicy.REJECT,
+        backfill: bool = False,
+    ) -> None:
+        self.config = SchedulerConfig(pools=dict(pools or {}), unpooled=unpooled, backfill=backfill)
+        self.loads = 0
+
+    def load(self) -> SchedulerConfig:
+        self.loads += 1
+        return self.config
+
+    def set_pools(self, pools: Mapping[str, int]) -> None:
+        self.config = replace(self.config, pools=dict(pools))
+
+
+class RecordingTrigger:
+    """The SchedulerTrigger port: records every kick and optionally runs `on_kick` (e.g. a pass)."""
+
+    def __init__(self, on_kick: Callable[[str], None] | None = None) -> None:
+        self.kicks: list[str] = []
+        self._on_kick = on_kick
+
+    def kick(self, reason: str) -> None:
+        self.kicks.append(reason)
+        if self._on_kick is not None:
+            self._on_kick(reason)

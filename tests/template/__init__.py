@@ -1,0 +1,1 @@
+"""Tests of template.yaml, openapi.yaml, samconfig.toml and the template reader."""

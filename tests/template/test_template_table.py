@@ -1,0 +1,54 @@
+"""The queue table in template.yaml is the one the contract describes (the local stack builds its
+table from the same resource, so this is the one place the shape is pinned)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def index(properties: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [gsi for gsi in properties["GlobalSecondaryIndexes"] if gsi["IndexName"] == name]
+    return found
+
+
+def test_queue_table_matches_the_contract(template: dict[str, Any]) -> None:
+    table = template["Resources"]["QueueTable"]
+    properties = table["Properties"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    assert properties["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["KeySchema"] == [{"AttributeName": "name", "KeyType": "HASH"}]
+    assert {d["AttributeName"]: d["AttributeType"] for d in properties["AttributeDefinitions"]} == {
+        "name": "S",
+        "pending_pool": "S",
+        "order_key": "S",
+        "state": "S",
+    }
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"] == {"SSEEnabled": True}
+    assert "TableName" not in properties  # CloudFormation names it; functions get it from SMQ_TABLE_NAME
+
+
+def test_pending_index_returns_a_pools_pending_jobs_in_scheduling_order(template: dict[str, Any]) -> None:
+    gsi = index(template["Resources"]["QueueTable"]["Properties"], "pending-by-pool")
+    assert gsi["KeySchema"] == [
+        {"AttributeName": "pending_pool", "KeyType": "HASH"},
+        {"AttributeName": "order_key", "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+
+
+def test_state_index_lists_a_states_jobs_in_order(template: dict[str, Any]) -> None:
+    properties = template["Resources"]["QueueTable"]["Properties"]
+    gsi = index(properties, "by-state")
+    assert gsi["KeySchema"] == [
+        {"AttributeName": "state", "KeyType": "HASH"},
+        {"AttributeName": "order_key", "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+    assert len(properties["GlobalSecondaryIndexes"]) == 2
+
+
+def test_queue_history_survives_stack_deletion(template: dict[str, Any]) -> None:
+    table = template["Resources"]["QueueTable"]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")

@@ -1,0 +1,515 @@
+"""smq's reference trainer: a timm Vision Transformer that can be stopped at any moment and resumed.
+
+A preemptive queue stops jobs with SIGTERM (SageMaker's StopTrainingJob, then SIGKILL after a
+grace period) and starts them again later with the same checkpoint directory. This script is the
+pattern a job follows to lose nothing when that happens:
+
+- it checkpoints every ``--checkpoint-every-seconds`` / ``--checkpoint-every-steps`` and, on
+  SIGTERM, at the next step boundary, then exits with status 0;
+- on start it resumes from the newest checkpoint that verifies and prints
+  ``resumed from checkpoint step N``;
+- a checkpoint holds everything the next step depends on (weights, AdamW moments, LR schedule,
+  step, samples consumed, Python/NumPy/torch/CUDA RNG state of every rank), so on CPU an
+  interrupted and resumed run ends with a ``model.safetensors`` bitwise identical to an
+  uninterrupted one.
+
+Progress log line, every ``--log-every`` steps, on the first rank (see METRIC_DEFINITIONS)::
+
+    step=120 loss=1.8342 samples_per_sec=412.7 lr=4.870e-04
+
+Run it plainly, under ``torchrun`` (DDP: gloo on CPU, nccl on GPU), or as a SageMaker entry point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import timm
+import torch
+import torch.distributed as dist
+import torch.multiprocessing
+import torch.nn.functional as F
+from safetensors.torch import save as safetensors_bytes
+from torch.nn.parallel import DistributedDataParallel
+from torch.optim.lr_scheduler import LambdaLR
+
+import hparams
+import topology
+from checkpoint_store import BackgroundWriter, CheckpointStore, CorruptCheckpoint, Saved, snapshot
+from sample_stream import RankShare, ShuffledImageFolder, SyntheticImages, batches, derive_seed
+
+CHECKPOINT_FORMAT = 1
+DEFAULT_SYNTHETIC_CLASSES = 10
+_RANK_STREAM = 3
+_LOADER_STREAM = 4
+
+METRIC_DEFINITIONS = [
+    {"Name": "train:loss", "Regex": r"step=\d+ loss=([-+0-9.eE]+|nan|inf)"},
+    {"Name": "train:samples_per_sec", "Regex": r"samples_per_sec=([0-9.]+)"},
+    {"Name": "train:lr", "Regex": r"lr=([-+0-9.eE]+)"},
+    {"Name": "train:step", "Regex": r"step=(\d+) loss="},
+]
+"""SageMaker ``metric_definitions`` for the progress line; the README shows the same list."""
+
+
+def log(message: str) -> None:
+    """Unbuffered, so a supervisor reading the pipe sees a line when it happens."""
+    print(message, flush=True)
+
+
+class StopRequest:
+    """Set by SIGTERM and acted on between steps, so no checkpoint captures a half-applied update."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+
+    @contextmanager
+    def installed(self) -> Iterator[StopRequest]:
+        previous = signal.signal(signal.SIGTERM, self._handle)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Group:
+    """The few collectives the loop needs; in a single process each is the local identity."""
+
+    def __init__(self, world_size: int, device: torch.device) -> None:
+        self.world_size = world_size
+        self.device = device
+
+    @classmethod
+    def join(cls, placement: topology.Placement, device: torch.device) -> Group:
+        if placement.world_size > 1:
+            dist.init_process_group(
+                backend="nccl" if device.type == "cuda" else "gloo",
+                init_method="env://",
+                rank=placement.rank,
+                world_size=placement.world_size,
+            )
+        return cls(placement.world_size, device)
+
+    def leave(self) -> None:
+        if self.world_size > 1:
+            dist.destroy_process_group()
+
+    def agree(self, *flags: bool) -> list[bool]:
+        """Each flag true on any rank becomes true on all: ranks must stop and save at the same step."""
+        if self.world_size == 1:
+            return list(flags)
+        values = torch.tensor([float(flag) for flag in flags], device=self.device)
+        dist.all_reduce(values, op=dist.ReduceOp.MAX)
+        return [bool(value) for value in values.tolist()]
+
+    def mean(self, value: torch.Tensor) -> float:
+        if self.world_size == 1:
+            return float(value)
+        total = value.detach().float().clone()
+        dist.all_reduce(total)
+        return float(total) / self.world_size
+
+    def gather(self, value: Any) -> list[Any]:
+        if self.world_size == 1:
+            return [value]
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, value)
+        return gathered
+
+    def from_leader(self, value: Any) -> Any:
+        if self.world_size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def capture_rng() -> dict[str, Any]:
+    """Every RNG this process could draw from, in types ``torch.load(weights_only=True)`` accepts."""
+    _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    numpy_state = state["numpy"]
+    np.random.set_state(
+        (
+            "MT19937",
+            numpy_state["keys"].numpy().astype(np.uint32),
+            numpy_state["position"],
+            numpy_state["has_gauss"],
+            numpy_state["cached_gaussian"],
+        )
+    )
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def build_model(hp: argparse.Namespace, num_classes: int) -> torch.nn.Module:
+    """A timm ViT; explicit sizes override the named model's, so tiny test models stay real ViTs."""
+    size = {
+        name: getattr(hp, name)
+        for name in ("embed_dim", "depth", "num_heads", "patch_size")
+        if getattr(hp, name) is not None
+    }
+    return timm.create_model(
+        hp.model,
+        pretrained=False,
+        num_classes=num_classes,
+        img_size=hp.img_size,
+        drop_path_rate=hp.drop_path,
+        **size,
+    )
+
+
+def build_optimizer(model: torch.nn.Module, hp: argparse.Namespace) -> torch.optim.AdamW:
+    """AdamW without weight decay on biases, norms and the position/class tokens (as timm does)."""
+    skip = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim <= 1 or name in skip else decay).append(parameter)
+    groups = [
+        {"params": decay, "weight_decay": hp.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=hp.lr)
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warmup to the peak, then cosine decay towards zero at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def build_schedule(optimizer: torch.optim.Optimizer, hp: argparse.Namespace) -> LambdaLR:
+    return LambdaLR(optimizer, partial(lr_factor, warmup=hp.warmup_steps, total=hp.max_steps))
+
+
+def build_dataset(hp: argparse.Namespace) -> tuple[torch.utils.data.Dataset, int]:
+    if hp.data == "folder":
+        folder = ShuffledImageFolder(hp.data_dir, hp.seed, hp.img_size)
+        num_classes = hp.num_classes or folder.num_classes
+        if num_classes < folder.num_classes:
+            raise ValueError(f"--num-classes {num_classes} but {hp.data_dir} has {folder.num_classes} classes")
+        return folder, num_classes
+    num_classes = hp.num_classes or DEFAULT_SYNTHETIC_CLASSES
+    return SyntheticImages(hp.seed, num_classes, hp.img_size), num_classes
+
+
+def pick_device(placement: topology.Placement) -> torch.device:
+    if torch.cuda.is_available():
+        torch.cuda.set_device(placement.local_rank)
+        return torch.device("cuda", placement.local_rank)
+    return torch.device("cpu")
+
+
+def find_resume_point(
+    store: CheckpointStore, group: Group, placement: topology.Placement
+) -> dict[str, Any] | None:
+    """The leader picks the newest valid checkpoint; every rank then loads that same step."""
+    found = None
+    if placement.is_leader:
+        store.remove_partials()
+        found = store.latest_valid(on_skip=lambda step, exc: log(f"skipping checkpoint step {step}: {exc}"))
+    step = group.from_leader(found[0] if found else None)
+    if step is None:
+        return None
+    return found[1] if found else store.read(step)
+
+
+def train_step(
+    net: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    schedule: LambdaLR,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    device: torch.device,
+    grad_clip: float,
+) -> torch.Tensor:
+    images, labels = (tensor.to(device, non_blocking=True) for tensor in batch)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        loss = F.cross_entropy(net(images), labels)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(net.parameters(), grad_clip)
+    optimizer.step()
+    schedule.step()
+    return loss.detach()
+
+
+def write_outputs(model: torch.nn.Module, model_dir: Path, metrics: dict[str, Any]) -> None:
+    """The final artefacts SageMaker uploads from SM_MODEL_DIR, each written atomically."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tensors = {name: tensor.detach().to("cpu").contiguous() for name, tensor in model.state_dict().items()}
+    _replace_atomically(model_dir / "model.safetensors", lambda path: path.write_bytes(safetensors_bytes(tensors)))
+    _replace_atomically(model_dir / "metrics.json", lambda path: path.write_text(json.dumps(metrics, indent=2) + "\n"))
+
+
+def _replace_atomically(final: Path, write: Callable[[Path], None]) -> None:
+    partial_path = final.with_name(f".partial-{final.name}")
+    write(partial_path)
+    os.replace(partial_path, final)
+
+
+class Trainer:
+    """One process's share of a training job, from resume to final model or preemption."""
+
+    def __init__(self, hp: argparse.Namespace, placement: topology.Placement, group: Group, device: torch.device) -> None:
+        self.hp = hp
+        self.placement = placement
+        self.group = group
+        self.device = device
+        self.global_batch = hp.batch_size * placement.world_size
+        self.store = CheckpointStore(hp.checkpoint_dir, hp.keep_checkpoints)
+        self.writer = BackgroundWriter(self.store, self._report_saved)
+        self.dataset, self.num_classes = build_dataset(hp)
+        seed_everything(hp.seed)
+        self.model = build_model(hp, self.num_classes).to(device)
+        self.optimizer = build_optimizer(self.model, hp)
+        self.schedule = build_schedule(self.optimizer, hp)
+        self.step = 0
+        self.samples_seen = 0
+        self.last_loss: float | None = None
+        self.resumed_from: int | None = None
+
+    def run(self, stop: StopRequest) -> int:
+        resume = find_resume_point(self.store, self.group, self.placement)
+        seed_everything(derive_seed(self.hp.seed, _RANK_STREAM, self.placement.rank, resume["step"] if resume else 0))
+        if resume is not None:
+            self.load_checkpoint(resume)
+        self._announce()
+        net = self._wrap(self.model)
+        stream = self.batch_stream()
+        if resume is not None:
+            self._restore_rng(resume["rng"])
+        del resume
+        return self._loop(net, stream, stop)
+
+    def load_checkpoint(self, state: dict[str, Any]) -> None:
+        """Weights, optimizer, schedule and position; RNG state is restored later, just before the loop."""
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise CorruptCheckpoint(f"checkpoint format {state.get('format')!r}, expected {CHECKPOINT_FORMAT}")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.schedule.load_state_dict(state["scheduler"])
+        self.step = state["step"]
+        self.samples_seen = state["samples_seen"]
+        self.last_loss = state["loss"]
+        self.resumed_from = self.step
+
+    def _restore_rng(self, per_rank: list[dict[str, Any]]) -> None:
+        """Exact only when the world size is unchanged; otherwise the fresh per-rank seeds stand."""
+        if len(per_rank) == self.placement.world_size:
+            restore_rng(per_rank[self.placement.rank])
+        elif self.placement.is_leader:
+            log(f"checkpoint was written by {len(per_rank)} processes, now {self.placement.world_size}: RNG streams reseeded")
+
+    def _announce(self) -> None:
+        where = self.store.directory
+        log(f"rank={self.placement.rank} world_size={self.placement.world_size} device={self.device} start_step={self.step}")
+        if self.placement.is_leader:
+            if self.resumed_from is None:
+                log(f"no checkpoint in {where}: starting at step 0")
+            else:
+                log(f"resumed from checkpoint step {self.resumed_from}")
+
+    def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        if self.placement.world_size == 1:
+            return model
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=device_ids)
+
+    def batch_stream(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        on_cuda = self.device.type == "cuda"
+        workers = self.hp.num_workers if self.hp.num_workers is not None else (2 if on_cuda else 0)
+        share = RankShare(self.samples_seen, self.hp.batch_size, self.placement.rank, self.placement.world_size)
+        return batches(self.dataset, share, workers, on_cuda, derive_seed(self.hp.seed, _LOADER_STREAM))
+
+    def _loop(self, net: torch.nn.Module, stream: Iterator[tuple[torch.Tensor, torch.Tensor]], stop: StopRequest) -> int:
+        hp = self.hp
+        first_step = self.step
+        last_saved = self.step
+        started = last_save = last_log = time.monotonic()
+        last_log_step = self.step
+        blocked = 0.0
+        written = 0
+        while self.step < hp.max_steps:
+            time_due = (
+                self.placement.is_leader
+                and hp.checkpoint_every_seconds > 0
+                and time.monotonic() - last_save >= hp.checkpoint_every_seconds
+            )
+            stopping, time_due = self.group.agree(stop.requested, time_due)
+            step_due = hp.checkpoint_every_steps > 0 and self.step % hp.checkpoint_every_steps == 0
+            if stopping:
+                self.writer.wait()
+                if self.step != last_saved:
+                    self._save_now()
+                if self.placement.is_leader:
+                    log(f"SIGTERM: state at step {self.step} is checkpointed, exiting")
+                return 0
+            if (time_due or step_due) and self.step != last_saved:
+                began = time.monotonic()
+                self._save_in_background()
+                last_save = time.monotonic()
+                blocked += last_save - began
+                last_saved = self.step
+                written += 1
+            loss = train_step(net, self.optimizer, self.schedule, next(stream), self.device, hp.grad_clip)
+            self.step += 1
+            self.samples_seen += self.global_batch
+            if self.step % hp.log_every == 0 or self.step == hp.max_steps:
+                self.last_loss = self.group.mean(loss)
+                now = time.monotonic()
+                rate = (self.step - last_log_step) * self.global_batch / max(now - last_log, 1e-9)
+                if self.placement.is_leader:
+                    lr = self.schedule.get_last_lr()[0]
+                    log(f"step={self.step} loss={self.last_loss:.4f} samples_per_sec={rate:.1f} lr={lr:.3e}")
+                last_log, last_log_step = now, self.step
+        elapsed = time.monotonic() - started
+        self.writer.wait()
+        if self.step != last_saved:
+            self._save_now()
+        if self.placement.is_leader:
+            trained = self.step - first_step
+            metrics = {
+                "step": self.step,
+                "loss": self.last_loss,
+                "samples_per_sec": trained * self.global_batch / elapsed if trained else None,
+                "train_seconds": elapsed,
+                "checkpoint_blocking_seconds": blocked,
+                "checkpoints_written": written,
+                "resumed_from_step": self.resumed_from,
+                "world_size": self.placement.world_size,
+                "global_batch_size": self.global_batch,
+            }
+            write_outputs(self.model, hp.model_dir, metrics)
+            log(f"training complete at step {self.step}: {hp.model_dir / 'model.safetensors'}")
+        return 0
+
+    def checkpoint_state(self) -> dict[str, Any] | None:
+        """The checkpoint contents on the leader (None elsewhere); every rank must call it together."""
+        rng = self.group.gather(capture_rng())
+        if not self.placement.is_leader:
+            return None
+        return snapshot(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "step": self.step,
+                "samples_seen": self.samples_seen,
+                "loss": self.last_loss,
+                "world_size": self.placement.world_size,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.schedule.state_dict(),
+                "rng": rng,
+                "hparams": {key: str(value) for key, value in vars(self.hp).items()},
+            }
+        )
+
+    def _save_in_background(self) -> None:
+        state = self.checkpoint_state()
+        if state is not None:
+            self.writer.submit(self.step, state)
+
+    def _save_now(self) -> None:
+        state = self.checkpoint_state()
+        if state is not None:
+            self._report_saved(self.store.write(self.step, state))
+
+    def _report_saved(self, saved: Saved) -> None:
+        log(f"checkpoint saved: step {saved.step} in {saved.seconds:.2f} s ({saved.path.name})")
+
+
+def run(hp: argparse.Namespace, placement: topology.Placement) -> int:
+    """Train as one process of the job; returns the exit status."""
+    if hp.threads:
+        torch.set_num_threads(hp.threads)
+    with StopRequest().installed() as stop:
+        device = pick_device(placement)
+        group = Group.join(placement, device)
+        try:
+            return Trainer(hp, placement, group, device).run(stop)
+        finally:
+            group.leave()
+
+
+def _spawned(local_rank: int, hp: argparse.Namespace, launch: topology.LaunchPlan) -> None:
+    topology.export(launch, local_rank)
+    status = run(hp, launch.placement(local_rank))
+    if status:
+        sys.exit(status)
+
+
+def spawn_local_processes(hp: argparse.Namespace, launch: topology.LaunchPlan) -> int:
+    """One process per local rank; SIGTERM to this parent is passed on so every rank saves and exits."""
+    context = torch.multiprocessing.start_processes(
+        _spawned, args=(hp, launch), nprocs=len(launch.local_ranks), join=False, start_method="spawn"
+    )
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for process in context.processes:
+            if process.is_alive():
+                os.kill(process.pid, signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while not context.join():
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    hp = hparams.parse(sys.argv[1:] if argv is None else argv, os.environ)
+    launch = topology.plan(os.environ, hp.nproc_per_host)
+    if len(launch.local_ranks) > 1:
+        return spawn_local_processes(hp, launch)
+    local_rank = launch.local_ranks[0]
+    if launch.world_size > 1:
+        topology.export(launch, local_rank)
+    return run(hp, launch.placement(local_rank))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
