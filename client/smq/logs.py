@@ -8,12 +8,30 @@ per-host colours.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
+import botocore.config
 import botocore.exceptions
 from sagemaker.logs import ColorWrap, Position, multi_stream_iter
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+STANDARD_ENDPOINT_ENV = "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"
+SHORT_ENDPOINT_ENV = "AWS_ENDPOINT_URL_LOGS"
+
+
+def logs_client(boto_session: Any, env: Mapping[str, str] | None = None) -> Any:
+    """A CloudWatch Logs client that retries patiently, as the SDK's log tailing does.
+
+    boto3 finds a custom endpoint in `AWS_ENDPOINT_URL_CLOUDWATCH_LOGS` (the service id is
+    "CloudWatch Logs"); smq's local stack also names it `AWS_ENDPOINT_URL_LOGS`, honoured when the
+    standard variable is absent.
+    """
+    env = os.environ if env is None else env
+    endpoint = None if env.get(STANDARD_ENDPOINT_ENV) else env.get(SHORT_ENDPOINT_ENV) or None
+    config = botocore.config.Config(retries={"max_attempts": 15})
+    return boto_session.client("logs", endpoint_url=endpoint, config=config)
 
 
 class AttemptLogs:

@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import botocore.config
 import botocore.exceptions
 from sagemaker import exceptions
 from sagemaker.logs import ColorWrap
@@ -52,7 +51,7 @@ from smq.jobs import (
     queued_message,
     with_priority,
 )
-from smq.logs import AttemptLogs
+from smq.logs import AttemptLogs, logs_client
 
 log = logging.getLogger(__name__)
 
@@ -289,11 +288,7 @@ class _Follower:
         self._done: set[str] = set()
         self._ended_once: set[str] = set()
         self._color = ColorWrap()
-        self._logs_client = (
-            session.boto_session.client("logs", config=botocore.config.Config(retries={"max_attempts": 15}))
-            if logs
-            else None
-        )
+        self._logs_client = logs_client(session.boto_session) if logs else None
 
     def look(self) -> Mapping[str, Any]:
         job = self._session.api.get_job(self._name)

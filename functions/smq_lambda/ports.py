@@ -110,3 +110,7 @@ class PassLease(Protocol):
         """True when released; False when a rerun was requested meanwhile (the flag is cleared and
         the caller still holds the lease and must run another pass)."""
         ...
+
+    def abandon(self, owner: str) -> None:
+        """Give the lease up after a failed pass, leaving any rerun request for the next holder."""
+        ...

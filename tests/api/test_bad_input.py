@@ -125,6 +125,11 @@ ADD_CASES: list[tuple[str, Any, str | None]] = [
     ),
     ("empty instance groups", replaced(VALID, "ResourceConfig", {"InstanceGroups": []}), "ResourceConfig.InstanceGroups"),
     ("instance type malformed", training_request("fresh-job", instance_type="g5"), "ResourceConfig.InstanceType"),
+    (
+        "instance type too long for an index key",
+        training_request("fresh-job", instance_type="ml." + "g" * 3000 + ".xlarge"),
+        "ResourceConfig.InstanceType",
+    ),
     ("role not allowed", replaced(VALID, "RoleArn", OTHER_ROLE), "RoleArn"),
     ("role not an ARN", replaced(VALID, "RoleArn", "SageMakerTrainingRole"), "RoleArn"),
     ("algorithm not an object", replaced(VALID, "AlgorithmSpecification", "pytorch"), "AlgorithmSpecification"),
@@ -171,6 +176,15 @@ def test_add_refuses_a_body_over_256_kb(refused: Any, api: ApiGateway) -> None:
     request = replaced(VALID, "HyperParameters", {"blob": "x" * MAX_BODY_BYTES})
     reply = refused(lambda: api.add(request), 413, None)
     assert "256 KB" in reply.body["message"]
+
+
+def test_add_refuses_a_request_too_large_as_stored(refused: Any, api: ApiGateway) -> None:
+    # Under 256 KB as UTF-8, but every "é" is stored as a six-byte JSON escape.
+    request = replaced(VALID, "HyperParameters", {"blob": "é" * 100_000})
+    assert len(json.dumps(request, ensure_ascii=False).encode()) < MAX_BODY_BYTES
+
+    reply = refused(lambda: api.request("POST", "/add-job", body=json.dumps(request, ensure_ascii=False)), 413, None)
+    assert "as stored" in reply.body["message"]
 
 
 def test_add_refuses_a_base64_body_over_256_kb(refused: Any, api: ApiGateway) -> None:
@@ -243,9 +257,11 @@ LIST_QUERIES: list[tuple[dict[str, str], str]] = [
     ({"state": "all,pending"}, "state"),
     ({"pool": ""}, "pool"),
     ({"pool": "g5 xlarge"}, "pool"),
+    ({"pool": "ml." + "g" * 3000 + ".xlarge"}, "pool"),
     ({"owner": ""}, "owner"),
     ({"next_token": "not-a-token"}, "next_token"),
     ({"next_token": encode_page_token("x")[:-3] + "!!!"}, "next_token"),
+    ({"next_token": encode_page_token("x" * 2000)}, "next_token"),
 ]
 
 

@@ -109,7 +109,7 @@ def fuzz_api(api: ApiGateway, store: Any, clock: FakeClock) -> tuple[ApiGateway,
     return api, api.handler
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     method=st.sampled_from(["GET", "POST", "PATCH", "DELETE", "PUT", "HEAD", "OPTIONS"]),
     path=paths,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -11,6 +12,7 @@ import pytest
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import attempt_name
+from smq_lambda.handlers.api import MAX_BODY_BYTES
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 from tests.api.builders import (
     ADMIN,
@@ -76,6 +78,14 @@ def test_add_keeps_the_request_as_submitted(api: ApiGateway, store: Any) -> None
     stored = dict(store.get("vit-small").request)
     stored.pop("CheckpointConfig")
     assert stored == request
+
+
+def test_a_request_just_under_the_size_limit_is_accepted(api: ApiGateway) -> None:
+    request = training_request("big-but-fine", HyperParameters={"blob": ""})
+    room = MAX_BODY_BYTES - len(json.dumps(request, separators=(",", ":"))) - len(CHECKPOINT_PREFIX) - 120
+    request["HyperParameters"]["blob"] = "x" * room
+
+    assert api.add(request).status == 202
 
 
 def test_add_heterogeneous_instance_groups(api: ApiGateway) -> None:

@@ -7,6 +7,9 @@ only the store, the configuration and SageMaker are fakes. The world moves on wh
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +28,8 @@ from tests.support.fakes import (
     RecordingTrigger,
 )
 
+HANDLER_LOG = logging.getLogger("smq")
+"""The handlers' powertools logger writes JSON lines to stdout; CLI tests read stdout."""
 POOL = "ml.m5.xlarge"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 BUCKET = "smq-client-test"
@@ -66,11 +71,14 @@ class QueueWorld:
         self.front = ApiFront(lambda_handler(lambda: app))
 
     def __enter__(self) -> QueueWorld:
+        self._handler_log_level = HANDLER_LOG.level
+        HANDLER_LOG.setLevel(logging.WARNING)
         self.front.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.front.shutdown()
+        HANDLER_LOG.setLevel(self._handler_log_level)
 
     @property
     def url(self) -> str:
@@ -81,7 +89,14 @@ class QueueWorld:
         return self.clock.advance(seconds=1)
 
     def kick(self) -> dict[str, Any]:
-        return handle({"source": "smq.api", "reason": "test"}, self.scheduler)
+        return self._pass({"source": "smq.api", "reason": "test"})
+
+    def _pass(self, event: dict[str, Any]) -> dict[str, Any]:
+        """One scheduler invocation. Its per-pool metrics (`single_metric`, printed as EMF lines)
+        are kept off stdout, which the CLI tests read; the caller is blocked meanwhile, so nothing
+        else prints."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            return handle(event, self.scheduler)
 
     def job(self, name: str) -> Job:
         job = self.store.get(name)
@@ -98,11 +113,11 @@ class QueueWorld:
         training_job_name = self.attempt_name(name)
         self.clock.advance(timedelta(seconds=1))
         self.sagemaker.set_status(training_job_name, status, **details)
-        handle(self.sagemaker.state_change_event(training_job_name), self.scheduler)
+        self._pass(self.sagemaker.state_change_event(training_job_name))
 
     def finish_stops(self) -> None:
         """SageMaker completes every stop it was asked for, and reports it."""
         for training_job_name, job in list(self.sagemaker.jobs.items()):
             if job.status == "Stopping":
                 self.sagemaker.set_status(training_job_name, "Stopped")
-                handle(self.sagemaker.state_change_event(training_job_name), self.scheduler)
+                self._pass(self.sagemaker.state_change_event(training_job_name))

@@ -16,6 +16,7 @@ from smq.local.sagemaker.contract import (
     container_env,
     decode_hyperparameters,
     entry_command,
+    resource_config,
 )
 from smq.local.sagemaker.process import failure_reason
 from smq.local.sagemaker.synthetic import synthetic_plan
@@ -81,6 +82,18 @@ def test_the_environment_describes_channels_and_hyperparameters(tmp_path: Path) 
     assert training_env["hyperparameters"] == {"lr": 0.5, "model-name": "vit"}
     assert training_env["additional_framework_parameters"] == {"sagemaker_program": "t.py"}
     assert all(isinstance(v, str) for v in env.values())
+
+
+def test_a_heterogeneous_cluster_runs_on_its_first_group() -> None:
+    request = job_request("j", ResourceConfig={"InstanceGroups": [
+        {"InstanceGroupName": "gpus", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "cpus", "InstanceType": "ml.c5.xlarge", "InstanceCount": 4}]})
+
+    config = resource_config(request)
+
+    assert (config["current_instance_type"], config["current_group_name"]) == (
+        "ml.p4d.24xlarge", "gpus")
+    assert config["hosts"] == ["algo-1"]
 
 
 def test_a_failure_reason_keeps_the_last_lines_within_the_limit(tmp_path: Path) -> None:

@@ -63,6 +63,9 @@ def test_unknown_jobs_are_resource_not_found(synthetic: Stack) -> None:
      "greater than or equal"),
     ({"Tags": [{"Key": "bad{key}", "Value": "v"}]}, "tags.1.member.key"),
     ({"HyperParameters": {"smq_synthetic_outcome": "explode"}}, "smq_synthetic_outcome"),
+    ({"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "InstanceGroups": [
+        {"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}]}},
+     "not both"),
 ])
 def test_invalid_requests_are_validation_exceptions(synthetic: Stack, change: dict[str, Any],
                                                     field: str) -> None:
@@ -72,6 +75,18 @@ def test_invalid_requests_are_validation_exceptions(synthetic: Stack, change: di
 
     assert (error["Code"], error["status"]) == ("ValidationException", 400)
     assert field in error["Message"]
+
+
+def test_instance_groups_are_accepted(synthetic: Stack) -> None:
+    name = unique("groups")
+    groups = [{"InstanceGroupName": "gpus", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 2}]
+    synthetic.client.create_training_job(**synthetic_job(
+        name, duration=0, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 30}))
+
+    description = synthetic.wait(name)
+
+    assert description["TrainingJobStatus"] == "Completed"
+    assert description["ResourceConfig"]["InstanceGroups"] == groups
 
 
 def test_the_service_checks_what_boto3_lets_through(synthetic: Stack) -> None:

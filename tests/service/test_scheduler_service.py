@@ -9,6 +9,7 @@ import pytest
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.errors import TrainingServiceError
 from tests.service.harness import POOL, World, queued_job
 
 
@@ -246,3 +247,40 @@ def test_events_of_jobs_outside_the_queue_are_ignored_but_trigger_a_pass() -> No
         "detail": {"TrainingJobName": "manual-job", "TrainingJobStatus": "Completed", "Tags": {}},
     }
     assert world.deliver(event)["started"] == ["a"]
+
+
+def test_a_pass_that_fails_gives_the_lease_up_so_the_next_pass_can_run() -> None:
+    world = World(capacity={POOL: 1})
+    world.store.create(_pending(world, "a"))
+
+    def broken(*_: object) -> dict[str, int]:
+        raise TrainingServiceError("ListTrainingJobs", "ThrottlingException", "slow down")
+
+    world.sagemaker.external_usage = broken  # type: ignore[method-assign]
+    with pytest.raises(TrainingServiceError):
+        world.kick()
+    del world.sagemaker.external_usage
+
+    assert world.kick()["started"] == ["a"]
+
+
+def test_a_stop_that_fails_does_not_abort_the_pass_and_is_sent_again_later() -> None:
+    world = World(capacity={POOL: 1})
+    world.submit("low", 0)
+    world.progress("low", "InProgress")
+    name = world.job("low").attempts[0].training_job_name
+    real_stop = world.sagemaker.stop
+
+    def throttled(training_job_name: str) -> None:
+        raise TrainingServiceError("StopTrainingJob", "ThrottlingException", "slow down")
+
+    world.sagemaker.stop = throttled  # type: ignore[method-assign]
+    world.submit("high", 5)
+    assert world.job("low").state is JobState.PREEMPTING
+    world.sagemaker.stop = real_stop  # type: ignore[method-assign]
+
+    world.reconcile()
+
+    assert world.sagemaker.stop_calls == [name]
+    world.finish_stops()
+    assert world.job("high").state is JobState.STARTING

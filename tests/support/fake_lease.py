@@ -34,3 +34,8 @@ class InMemoryPassLease:
                 return False
             self.owner = self.until = None
             return True
+
+    def abandon(self, owner: str) -> None:
+        with self._lock:
+            if self.owner == owner:
+                self.owner = self.until = None

@@ -149,6 +149,7 @@ def _register_local_commands(commands: Any) -> None:
     except ModuleNotFoundError as exc:
         missing = exc.name or "a module"
         local = commands.add_parser("local", help="the local stack (needs: pip install 'smq[local]')")
+        local.add_argument("arguments", nargs=argparse.REMAINDER)
         local.set_defaults(func=lambda _args: _missing_extra(missing))
         return
     register_local_commands(commands)

@@ -9,8 +9,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import requests
-
 DEFAULT_WORKDIR = Path(".smq-local")
 FAULTS = ("interrupt", "fail", "hang")
 
@@ -83,6 +81,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _inject(args: argparse.Namespace) -> int:
+    from smq.local.sagemaker import FaultRejected, request_fault
     from smq.local.stack import read_state, training_job_for
 
     try:
@@ -90,11 +89,10 @@ def _inject(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise SystemExit(f"smq: {exc}") from None
     training_job = training_job_for(state["api_url"], args.job)
-    response = requests.post(
-        f"{state['sagemaker_url']}/_smq/inject", json={"job": training_job, "fault": args.fault}, timeout=10
-    )
-    if response.status_code >= 400:
-        raise SystemExit(f"smq: could not inject {args.fault} into {training_job}: {response.text.strip()}")
+    try:
+        request_fault(state["sagemaker_url"], training_job, args.fault)
+    except FaultRejected as exc:
+        raise SystemExit(f"smq: could not inject {args.fault} into {training_job}: {exc}") from None
     print(f"injected {args.fault} into {training_job}")
     return 0
 

@@ -37,6 +37,7 @@ BUCKET = "smq-local"
 SCHEDULER_FUNCTION = "smq-scheduler"
 API_FUNCTION = "smq-api"
 MOTO_SERVICES = ("DYNAMODB", "S3", "SSM", "CLOUDWATCH", "LOGS", "SNS", "STS", "CLOUDFORMATION")
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 STATE_FILE = "stack.json"
 """Written into the workdir while the stack runs, so `smq local inject` and clients can find it."""
 
@@ -172,6 +173,26 @@ class LocalStack:
         self._sagemaker.inject(training_job, fault)
         return training_job
 
+    def training_logs(self, training_job_name: str) -> str:
+        """Everything a training job wrote to CloudWatch Logs, oldest first."""
+        logs = self.boto3_client("logs")
+        streams = logs.describe_log_streams(logGroupName=LOG_GROUP, logStreamNamePrefix=training_job_name)
+        lines: list[str] = []
+        for stream in streams["logStreams"]:
+            token = None
+            while True:
+                page = logs.get_log_events(
+                    logGroupName=LOG_GROUP,
+                    logStreamName=stream["logStreamName"],
+                    startFromHead=True,
+                    **({"nextToken": token} if token else {}),
+                )
+                lines.extend(event["message"] for event in page["events"])
+                if not page["events"] or page.get("nextForwardToken") == token:
+                    break
+                token = page.get("nextForwardToken")
+        return "\n".join(lines)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Wait until the router has no event queued or in flight."""
         assert self._router is not None, "the stack is not running"
@@ -298,7 +319,7 @@ def _reset_handler_caches() -> None:
     from smq_lambda.handlers import api, scheduler
 
     scheduler.default_scheduler.cache_clear()
-    api.reset_dependencies()
+    api.default_app.cache_clear()
 
 
 def training_job_for(api_url: str, job: str) -> str:

@@ -75,6 +75,19 @@ class DynamoPassLease:
             return not self._take_rerun(owner)
         return True
 
+    def abandon(self, owner: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=LEASE_KEY,
+                UpdateExpression="REMOVE lease_owner, lease_until",
+                ConditionExpression="lease_owner = :owner",
+                ExpressionAttributeValues={":owner": {"S": owner}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+
     def _take_rerun(self, owner: str) -> bool:
         """Clear a requested rerun while still holding the lease; False if the lease was lost
         (it expired and another pass holds it now, which covers the rerun)."""

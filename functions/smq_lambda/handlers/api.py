@@ -38,7 +38,7 @@ from smq_lambda.errors import (
     VersionConflict,
 )
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.submission import INSTANCE_TYPE_PATTERN, SubmissionPolicy
+from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
 from smq_lambda.settings import Settings
 from smq_lambda.views import error_view, job_view, page_view, pools_view
 
@@ -47,7 +47,10 @@ NAMESPACE = "smq"
 metrics = Metrics(namespace=NAMESPACE, service="smq")
 tracer = Tracer(service="smq")
 
-MAX_BODY_BYTES = 256 * 1024
+MAX_BODY_BYTES = MAX_REQUEST_BYTES
+MAX_TOKEN_LENGTH = 512
+"""Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
+far below DynamoDB's 1 KB limit on a sort key value."""
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
 MAX_OWNER_LENGTH = 2048
@@ -82,7 +85,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
             pool=_pool(query.get("pool")),
             owner=_owner(query.get("owner")),
             limit=_limit(query.get("limit")),
-            next_token=query.get("next_token") or None,
+            next_token=_next_token(query.get("next_token")),
         )
         return _json(200, page_view(page))
 
@@ -227,8 +230,10 @@ def _json_body(event: APIGatewayProxyEvent) -> object:
         raise PayloadTooLarge(None, f"the body is {len(data)} bytes; the limit is {MAX_BODY_BYTES} (256 KB)")
     try:
         return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidRequest(None, f"the body is not valid JSON: {type(exc).__name__}") from exc
+    except RecursionError as exc:
+        raise InvalidRequest(None, "the body is not valid JSON: it nests too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
+        raise InvalidRequest(None, f"the body is not valid JSON: {exc}") from exc
 
 
 def _states(value: str | None) -> frozenset[JobState]:
@@ -246,7 +251,7 @@ def _states(value: str | None) -> frozenset[JobState]:
 def _pool(value: str | None) -> str | None:
     if value is None:
         return None
-    if not INSTANCE_TYPE_PATTERN.fullmatch(value):
+    if not is_instance_type(value):
         raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
     return value
 
@@ -265,3 +270,11 @@ def _limit(value: str | None) -> int:
     if not (value.isascii() and value.isdigit() and len(value) <= 3 and 1 <= int(value) <= MAX_LIMIT):
         raise InvalidRequest("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
     return int(value)
+
+
+def _next_token(value: str | None) -> str | None:
+    if not value:
+        return None
+    if len(value) > MAX_TOKEN_LENGTH:
+        raise InvalidRequest("next_token", "next_token is not a token returned by GET /jobs (too long)")
+    return value

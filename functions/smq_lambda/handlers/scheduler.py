@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.parser import ValidationError, parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -123,10 +123,13 @@ def _record(report: PassReport) -> None:
     metrics.add_metric(name="JobsPreempted", unit=MetricUnit.Count, value=len(report.preempted))
     metrics.add_metric(name="StartsRefused", unit=MetricUnit.Count, value=len(report.refused))
     now = _now()
+    waits: dict[str, list[float]] = {}
     for job in report.started:
-        waited = (now - job.submitted_at).total_seconds()
-        with single_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited, namespace=NAMESPACE) as metric:
-            metric.add_dimension(name="pool", value=job.pool)
-    for pool, depth in report.pending_by_pool.items():
-        with single_metric(name="QueueDepth", unit=MetricUnit.Count, value=depth, namespace=NAMESPACE) as metric:
-            metric.add_dimension(name="pool", value=pool)
+        waits.setdefault(job.pool, []).append((now - job.submitted_at).total_seconds())
+    for pool in sorted(set(waits) | set(report.pending_by_pool)):
+        per_pool = EphemeralMetrics(namespace=NAMESPACE, service="smq")
+        per_pool.add_dimension(name="pool", value=pool)
+        per_pool.add_metric(name="QueueDepth", unit=MetricUnit.Count, value=report.pending_by_pool.get(pool, 0))
+        for waited in waits.get(pool, ()):
+            per_pool.add_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited)
+        per_pool.flush_metrics()

@@ -18,7 +18,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
 from smq_lambda.domain.training_status import IN_PROGRESS, apply_status, vanished
-from smq_lambda.errors import StartRefused, VersionConflict
+from smq_lambda.errors import StartRefused, TrainingServiceError, VersionConflict
 from smq_lambda.ports import ConfigSource, JobStore, PassLease, TrainingJobStatus, TrainingService
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
@@ -87,7 +87,7 @@ class Scheduler:
         is_current_and_open = attempt is not None and attempt.number == attempt_number and attempt.is_open
         if not is_current_and_open:
             logger.warning("stopping an attempt the queue no longer wants", extra={"job": job.name})
-            self._training.stop(status.name)
+            self._stop(status.name)
 
     def reconcile(self) -> int:
         """Repair what lost events left behind: ask SageMaker about every live attempt. Returns how
@@ -97,14 +97,18 @@ class Scheduler:
             attempt = job.current_attempt
             if not job.is_live or attempt is None:
                 continue
-            status = self._training.describe(attempt.training_job_name)
+            try:
+                status = self._training.describe(attempt.training_job_name)
+            except TrainingServiceError as exc:
+                logger.warning("could not describe; next reconciliation retries", extra={"job": job.name, "error": str(exc)})
+                continue
             if status is None:
                 changed += self._repair_missing(job)
                 continue
             if self.report(job.name, attempt.number, status) is not None:
                 changed += 1
             elif job.state in RELEASING_STATES and status.status == IN_PROGRESS:
-                self._training.stop(attempt.training_job_name)
+                self._stop(attempt.training_job_name)
         return changed
 
     def _repair_missing(self, job: Job) -> int:
@@ -127,12 +131,16 @@ class Scheduler:
             if not self._lease.try_acquire(owner, self._clock()):
                 report.skipped_busy = True
                 return report
-        while True:
-            refused_starts = self._run_pass(report)
-            if refused_starts and report.passes < MAX_PASSES:
-                continue
-            if self._lease.release(owner):
-                return report
+        try:
+            while True:
+                refused_starts = self._run_pass(report)
+                if refused_starts and report.passes < MAX_PASSES:
+                    continue
+                if self._lease.release(owner):
+                    return report
+        except BaseException:
+            self._lease.abandon(owner)
+            raise
 
     def _run_pass(self, report: PassReport) -> bool:
         """One decide-and-apply pass; True when a refused start freed capacity worth another pass."""
@@ -149,7 +157,7 @@ class Scheduler:
             self._apply(action, by_name[action.job_name], now, report)
         for job in jobs:
             if job.state is JobState.STOPPING and job.current_attempt is not None:
-                self._training.stop(job.current_attempt.training_job_name)
+                self._stop(job.current_attempt.training_job_name)
         report.pending_by_pool = _pending_by_pool(jobs, report)
         return len(report.refused) > refused_before
 
@@ -163,7 +171,7 @@ class Scheduler:
         elif isinstance(action, PreemptJob):
             stopping = self._save(lifecycle.request_stop(job, now, preempt=True, reason=action.reason), job)
             if stopping is not None and stopping.current_attempt is not None:
-                self._training.stop(stopping.current_attempt.training_job_name)
+                self._stop(stopping.current_attempt.training_job_name)
                 report.preempted.append(stopping.name)
         elif isinstance(action, ExplainWait):
             self._save(lifecycle.explain(job, now, action.reason), job)
@@ -179,6 +187,13 @@ class Scheduler:
             return False
         logger.info("attempt created", extra={"job": job.name, "attempt": job.attempts[-1].training_job_name})
         return True
+
+    def _stop(self, training_job_name: str) -> None:
+        """Ask SageMaker to stop; a failure is logged, and reconciliation sends the stop again."""
+        try:
+            self._training.stop(training_job_name)
+        except TrainingServiceError as exc:
+            logger.warning("stop failed; reconciliation retries", extra={"training_job": training_job_name, "error": str(exc)})
 
     def _save(self, updated: Job, current: Job) -> Job | None:
         try:

@@ -12,6 +12,7 @@ the rule it broke.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from smq_lambda.domain.model import (
     Job,
 )
 from smq_lambda.domain.states import JobState
-from smq_lambda.errors import InvalidRequest
+from smq_lambda.errors import InvalidRequest, PayloadTooLarge
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.settings import Settings
 
@@ -50,11 +51,15 @@ ROLE_ARN_MAX = 2048
 S3_URI_PATTERN = re.compile(r"(https|s3)://([^/]+)/?(.*)")
 S3_URI_MAX = 1024
 INSTANCE_TYPE_PATTERN = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9]+")
-"""Every SageMaker training instance type has this shape; it also keeps the pool, which becomes an
-index key, a non-empty string."""
+INSTANCE_TYPE_MAX = 64
+"""Every SageMaker training instance type has this shape and is far shorter; the pool becomes an
+index key, which DynamoDB refuses when empty or over 2 KB."""
 TRAINING_INPUT_MODES = ("File", "Pipe", "FastFile")
 MAX_INSTANCE_GROUPS = 5
 INSTANCE_GROUP_NAME_MAX = 64
+MAX_REQUEST_BYTES = 256 * 1024
+"""The largest request the queue stores, measured as it is stored (compact JSON, non-ASCII escaped),
+so that with its attempt history it stays well inside DynamoDB's 400 KB item limit."""
 MAX_INSTANCE_COUNT = 10_000
 """Far beyond any account's training quota; it bounds the numbers the queue stores and adds up."""
 MAX_TAGS = 50
@@ -109,6 +114,13 @@ def new_job(
     stored = dict(request)
     if "CheckpointConfig" not in request and policy.checkpoint_s3_prefix:
         stored["CheckpointConfig"] = {"S3Uri": checkpoint_uri(policy.checkpoint_s3_prefix, name, job_id)}
+    size = len(json.dumps(stored, separators=(",", ":")))
+    if size > MAX_REQUEST_BYTES:
+        raise PayloadTooLarge(
+            None,
+            f"the request takes {size} bytes as stored (compact JSON, non-ASCII characters escaped); "
+            f"the limit is {MAX_REQUEST_BYTES} (256 KB)",
+        )
     return Job(
         name=name,
         job_id=job_id,
@@ -237,9 +249,14 @@ def _check_count(value: object, field: str) -> int:
     return value
 
 
+def is_instance_type(value: str) -> bool:
+    """Shaped like a SageMaker training instance type (whether SageMaker offers it is its business)."""
+    return len(value) <= INSTANCE_TYPE_MAX and INSTANCE_TYPE_PATTERN.fullmatch(value) is not None
+
+
 def _check_instance_type(value: object, field: str) -> str:
     instance_type = _string(value, field)
-    if not INSTANCE_TYPE_PATTERN.fullmatch(instance_type):
+    if not is_instance_type(instance_type):
         raise _broken(field, "must be a SageMaker training instance type such as ml.g5.xlarge")
     return instance_type
 

@@ -8,7 +8,6 @@ dispatcher delivers them on its own thread, never while this lock is held.
 from __future__ import annotations
 
 import copy
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from smq.local.sagemaker.contract import JobPaths
 from smq.local.sagemaker.errors import ResourceInUse, ResourceNotFound, ValidationError
 from smq.local.sagemaker.events import EventDispatcher, state_change_event
 from smq.local.sagemaker.listing import list_page, parse_list_query
-from smq.local.sagemaker.records import IN_PROGRESS, STOPPING, JobRecord
+from smq.local.sagemaker.records import FAILED, IN_PROGRESS, STOPPED, STOPPING, JobRecord
 from smq.local.sagemaker.runtime import Control, Executor, JobRun, PhaseTimings, Signal
 from smq.local.sagemaker.validation import (
     MAX_TAGS,
@@ -38,8 +37,6 @@ _STOP_MESSAGES = {
     "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
     "MaxWaitTimeExceeded": "Training job wait time exceeded MaxWaitTimeInSeconds provided",
 }
-
-logger = logging.getLogger(__name__)
 
 
 class TrainingJobs:
@@ -210,8 +207,8 @@ class TrainingJobs:
     def end(self, job: JobRecord, status: str, secondary: str, message: str, *,
             failure_reason: str | None = None, model_artifacts: str | None = None) -> None:
         with self._lock:
-            if status != "Failed" and job.stop_outcome is not None:
-                status, secondary = "Stopped", job.stop_outcome  # a stop won the race
+            if status != FAILED and job.stop_outcome is not None:
+                status, secondary = STOPPED, job.stop_outcome  # a stop won the race
             job.failure_reason = failure_reason
             job.model_artifacts = model_artifacts
             self._move(job, status, secondary, message)

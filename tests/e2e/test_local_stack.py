@@ -1,0 +1,133 @@
+"""End to end on the local stack: the real handlers, store and event flow, synthetic training jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from smq import JobConflict, SmqApiClient
+from smq.local.event_router import Chaos
+from smq.local.stack import TEMPLATE, LocalStack, LocalStackOptions
+from tests.e2e.local import POOL, synthetic_request, wait_for
+
+FINISHED = {"completed", "failed", "cancelled"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    options = LocalStackOptions(
+        capacity={POOL: 2}, executor="synthetic", workdir=tmp_path_factory.mktemp("stack"), reconcile_every_seconds=5
+    )
+    with LocalStack(options) as running:
+        yield running
+
+
+@pytest.fixture
+def client(stack: LocalStack) -> SmqApiClient:
+    return SmqApiClient(stack.api_url, region="us-east-1")
+
+
+def started_at(job: dict, number: int) -> datetime:
+    return datetime.fromisoformat(job["attempts"][number - 1]["started_at"].replace("Z", "+00:00"))
+
+
+def test_seed_scenario(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("seed-job1", priority=1, duration=8))
+    client.add_job(synthetic_request("seed-job2", priority=2, duration=6))
+    wait_for(client, "seed-job1", {"running"})
+    wait_for(client, "seed-job2", {"running"})
+    client.add_job(synthetic_request("seed-job3", priority=1, duration=2))
+    assert client.get_job("seed-job3")["state"] == "pending"
+
+    client.add_job(synthetic_request("seed-job4", priority=3, duration=2))
+    preempted = wait_for(client, "seed-job1", {"preempting", "pending"})
+    assert "seed-job4" in preempted["reason"]
+    assert client.get_job("seed-job2")["state"] == "running", "the lowest priority job is preempted"
+
+    jobs = {name: wait_for(client, name, FINISHED, timeout=90) for name in ("seed-job1", "seed-job2", "seed-job3", "seed-job4")}
+
+    assert {job["state"] for job in jobs.values()} == {"completed"}
+    job1 = jobs["seed-job1"]
+    assert [attempt["outcome"] for attempt in job1["attempts"]] == ["preempted", "completed"]
+    assert started_at(job1, 2) < started_at(jobs["seed-job3"], 1), "job1 resumes ahead of job3 (earlier submission)"
+    assert started_at(jobs["seed-job4"], 1) < started_at(job1, 2)
+
+
+def test_cancel_a_running_job_stops_its_attempt(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("cancel-me", duration=60))
+    running = wait_for(client, "cancel-me", {"running"})
+
+    answer = client.cancel_job("cancel-me")
+
+    assert answer["state"] == "stopping"
+    cancelled = wait_for(client, "cancel-me", {"cancelled"}, timeout=30)
+    assert cancelled["attempts"][-1]["outcome"] == "stopped"
+    described = stack.boto3_client("sagemaker").describe_training_job(TrainingJobName=running["training_job_name"])
+    assert described["TrainingJobStatus"] == "Stopped"
+
+
+def test_a_failed_attempt_fails_the_job_with_sagemakers_reason(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("fails", duration=1, outcome="fail"))
+
+    job = wait_for(client, "fails", FINISHED)
+
+    assert job["state"] == "failed"
+    described = stack.boto3_client("sagemaker").describe_training_job(TrainingJobName=job["training_job_name"])
+    assert described["FailureReason"] and job["reason"] == described["FailureReason"]
+
+
+def test_a_duplicate_name_of_an_unfinished_job_is_refused(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("twice", duration=30))
+
+    with pytest.raises(JobConflict) as refused:
+        client.add_job(synthetic_request("twice", duration=1))
+
+    assert refused.value.status == 409
+    client.cancel_job("twice")
+    wait_for(client, "twice", FINISHED, timeout=30)
+
+
+def test_attempts_carry_the_queue_tags_and_one_checkpoint_location(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("described", duration=1))
+    job = wait_for(client, "described", FINISHED)
+    sagemaker = stack.boto3_client("sagemaker")
+
+    described = sagemaker.describe_training_job(TrainingJobName=job["training_job_name"])
+    tags = {tag["Key"]: tag["Value"] for tag in sagemaker.list_tags(ResourceArn=described["TrainingJobArn"])["Tags"]}
+
+    assert tags["smq:job"] == "described" and tags["smq:attempt"] == "1" and tags["team"] == "e2e"
+    assert described["CheckpointConfig"]["S3Uri"].startswith(f"s3://{stack.bucket}/checkpoints/described/")
+    assert described["TrainingJobStatus"] == "Completed"
+    assert [t["Status"] for t in described["SecondaryStatusTransitions"]][-1] == "Completed"
+    assert described["ResourceConfig"]["InstanceType"] == POOL
+    assert len(job["training_job_name"]) <= 63
+
+
+def test_lost_duplicated_and_late_events_are_repaired(tmp_path: Path) -> None:
+    chaos = Chaos(duplicate=0.5, drop=0.3, max_delay_seconds=0.5, seed=3)
+    options = LocalStackOptions(
+        capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, reconcile_every_seconds=1, chaos=chaos
+    )
+    with LocalStack(options) as chaotic:
+        client = SmqApiClient(chaotic.api_url, region="us-east-1")
+        for index, priority in enumerate([0, 2, 1, 3]):
+            client.add_job(synthetic_request(f"chaos{index}", priority=priority, duration=1))
+        jobs = [wait_for(client, f"chaos{index}", FINISHED, timeout=60) for index in range(4)]
+
+    assert {job["state"] for job in jobs} == {"completed"}
+
+
+def test_the_local_table_is_made_from_the_template(tmp_path: Path) -> None:
+    text = TEMPLATE.read_text()
+    assert "IndexName: by-state" in text
+    changed = tmp_path / "template.yaml"
+    changed.write_text(text.replace("IndexName: by-state", "IndexName: by-state-v2"))
+    options = LocalStackOptions(capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, template=changed, reconcile_every_seconds=None)
+
+    with LocalStack(options) as local:
+        table = local.boto3_client("dynamodb").describe_table(TableName="smq-queue")["Table"]
+
+    assert "by-state-v2" in {index["IndexName"] for index in table["GlobalSecondaryIndexes"]}
