@@ -48,27 +48,57 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     _add(optim, "batch-size", type=int, default=32, help="per process; the global batch is this times the world size")
     _add(optim, "lr", type=float, default=5e-4, help="peak AdamW learning rate")
     _add(optim, "weight-decay", type=float, default=0.05)
-    _add(optim, "warmup-steps", type=int, default=None, help="linear warmup before cosine decay; default 5%% of max-steps")
+    _add(
+        optim,
+        "warmup-steps",
+        type=int,
+        default=None,
+        help="linear warmup before cosine decay; default 5%% of max-steps",
+    )
     _add(optim, "grad-clip", type=float, default=1.0, help="max gradient norm; 0 disables clipping")
     _add(optim, "max-steps", type=int, default=1000)
     _add(optim, "seed", type=int, default=0)
 
     data = parser.add_argument_group("data")
     _add(data, "data", choices=("synthetic", "folder"), default="synthetic")
-    _add(data, "data-dir", type=Path, default=_path_or_none(env.get("SM_CHANNEL_TRAINING")), help="image folder (default $SM_CHANNEL_TRAINING)")
+    _add(
+        data,
+        "data-dir",
+        type=Path,
+        default=_path_or_none(env.get("SM_CHANNEL_TRAINING")),
+        help="image folder (default $SM_CHANNEL_TRAINING)",
+    )
     _add(data, "num-workers", type=int, default=None, help="DataLoader workers; default 2 on CUDA, 0 on CPU")
 
     run = parser.add_argument_group("checkpoints and outputs")
     _add(run, "checkpoint-dir", type=Path, default=Path(env.get("SMQ_CHECKPOINT_DIR") or DEFAULT_CHECKPOINT_DIR))
     _add(run, "checkpoint-every-steps", type=int, default=0, help="0 disables step-based checkpoints")
-    _add(run, "checkpoint-every-seconds", type=float, default=DEFAULT_CHECKPOINT_EVERY_SECONDS, help="0 disables time-based checkpoints")
+    _add(
+        run,
+        "checkpoint-every-seconds",
+        type=float,
+        default=DEFAULT_CHECKPOINT_EVERY_SECONDS,
+        help="0 disables time-based checkpoints",
+    )
     _add(run, "keep-checkpoints", type=int, default=2)
     _add(run, "model-dir", type=Path, default=Path(env.get("SM_MODEL_DIR") or DEFAULT_MODEL_DIR))
     _add(run, "log-every", type=int, default=10)
 
     host = parser.add_argument_group("host")
-    _add(host, "threads", type=int, default=int(env.get("SMQ_TORCH_THREADS") or 0), help="torch CPU threads per process; 0 keeps torch's default")
-    _add(host, "nproc-per-host", type=int, default=None, help="processes per host when not under torchrun; default one per visible GPU ($SM_NUM_GPUS)")
+    _add(
+        host,
+        "threads",
+        type=int,
+        default=int(env.get("SMQ_TORCH_THREADS") or 0),
+        help="torch CPU threads per process; 0 keeps torch's default",
+    )
+    _add(
+        host,
+        "nproc-per-host",
+        type=int,
+        default=None,
+        help="processes per host when not under torchrun; default one per visible GPU ($SM_NUM_GPUS)",
+    )
     return parser
 
 

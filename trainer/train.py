@@ -37,20 +37,31 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import hparams
 import numpy as np
 import timm
+import topology
 import torch
 import torch.distributed as dist
 import torch.multiprocessing
 import torch.nn.functional as F
+from checkpoint_store import (
+    BackgroundWriter,
+    CheckpointStore,
+    CorruptCheckpoint,
+    Saved,
+    snapshot,
+)
 from safetensors.torch import save as safetensors_bytes
+from sample_stream import (
+    RankShare,
+    ShuffledImageFolder,
+    SyntheticImages,
+    batches,
+    derive_seed,
+)
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim.lr_scheduler import LambdaLR
-
-import hparams
-import topology
-from checkpoint_store import BackgroundWriter, CheckpointStore, CorruptCheckpoint, Saved, snapshot
-from sample_stream import RankShare, ShuffledImageFolder, SyntheticImages, batches, derive_seed
 
 CHECKPOINT_FORMAT = 1
 DEFAULT_SYNTHETIC_CLASSES = 10
@@ -58,7 +69,7 @@ _RANK_STREAM = 3
 _LOADER_STREAM = 4
 
 METRIC_DEFINITIONS = [
-    {"Name": "train:loss", "Regex": r"step=\d+ loss=([-+0-9.eE]+|nan|inf)"},
+    {"Name": "train:loss", "Regex": r"step=\d+ loss=([-+0-9.eE]+)"},
     {"Name": "train:samples_per_sec", "Regex": r"samples_per_sec=([0-9.]+)"},
     {"Name": "train:lr", "Regex": r"lr=([-+0-9.eE]+)"},
     {"Name": "train:step", "Regex": r"step=(\d+) loss="},
@@ -242,9 +253,7 @@ def pick_device(placement: topology.Placement) -> torch.device:
     return torch.device("cpu")
 
 
-def find_resume_point(
-    store: CheckpointStore, group: Group, placement: topology.Placement
-) -> dict[str, Any] | None:
+def find_resume_point(store: CheckpointStore, group: Group, placement: topology.Placement) -> dict[str, Any] | None:
     """The leader picks the newest valid checkpoint; every rank then loads that same step."""
     found = None
     if placement.is_leader:
@@ -293,7 +302,9 @@ def _replace_atomically(final: Path, write: Callable[[Path], None]) -> None:
 class Trainer:
     """One process's share of a training job, from resume to final model or preemption."""
 
-    def __init__(self, hp: argparse.Namespace, placement: topology.Placement, group: Group, device: torch.device) -> None:
+    def __init__(
+        self, hp: argparse.Namespace, placement: topology.Placement, group: Group, device: torch.device
+    ) -> None:
         self.hp = hp
         self.placement = placement
         self.group = group
@@ -341,11 +352,15 @@ class Trainer:
         if len(per_rank) == self.placement.world_size:
             restore_rng(per_rank[self.placement.rank])
         elif self.placement.is_leader:
-            log(f"checkpoint was written by {len(per_rank)} processes, now {self.placement.world_size}: RNG streams reseeded")
+            log(
+                f"checkpoint was written by {len(per_rank)} processes, now {self.placement.world_size}: RNG streams reseeded"
+            )
 
     def _announce(self) -> None:
         where = self.store.directory
-        log(f"rank={self.placement.rank} world_size={self.placement.world_size} device={self.device} start_step={self.step}")
+        log(
+            f"rank={self.placement.rank} world_size={self.placement.world_size} device={self.device} start_step={self.step}"
+        )
         if self.placement.is_leader:
             if self.resumed_from is None:
                 log(f"no checkpoint in {where}: starting at step 0")
@@ -364,7 +379,9 @@ class Trainer:
         share = RankShare(self.samples_seen, self.hp.batch_size, self.placement.rank, self.placement.world_size)
         return batches(self.dataset, share, workers, on_cuda, derive_seed(self.hp.seed, _LOADER_STREAM))
 
-    def _loop(self, net: torch.nn.Module, stream: Iterator[tuple[torch.Tensor, torch.Tensor]], stop: StopRequest) -> int:
+    def _loop(
+        self, net: torch.nn.Module, stream: Iterator[tuple[torch.Tensor, torch.Tensor]], stop: StopRequest
+    ) -> int:
         hp = self.hp
         first_step = self.step
         last_saved = self.step

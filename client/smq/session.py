@@ -340,34 +340,48 @@ class _Follower:
 
 
 def queue_changes(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> list[str]:
-    """What changed in the queue job since the last look, in words (nothing when nothing did)."""
-    state = job["state"]
-    attempt = current_attempt(job)
+    """What changed in the queue job since the last look, in words (nothing when nothing did).
+
+    Attempts are reported even when a look falls between two states (a job seen pending and then
+    running still gets its "starting attempt" line).
+    """
+    name, state = job["name"], job["state"]
+    attempts = list(job.get("attempts") or ())
+    attempt = attempts[-1] if attempts else None
     number = attempt["number"] if attempt else None
     reason = f": {job['reason']}" if job.get("reason") else ""
-    if previous is not None and previous["state"] == state:
-        if state == "pending" and (previous.get("position"), previous.get("reason")) != (
-            job.get("position"),
-            job.get("reason"),
-        ):
-            return [f"{job['name']} is at position {job.get('position')} in {job['pool']}{reason}"]
-        return []
+    lines: list[str] = []
+    if previous is not None:
+        before = {a["number"]: a for a in previous.get("attempts") or ()}
+        for each in attempts:
+            old = before.get(each["number"])
+            if old is None:
+                lines.append(
+                    f"starting attempt {each['number']} of {name} as SageMaker training job {each['training_job_name']}"
+                )
+            elif old.get("ended_at") is None and each.get("ended_at") and state not in TERMINAL_STATES:
+                why = f" ({each['reason']})" if each.get("reason") else ""
+                lines.append(f"attempt {each['number']} of {name} ended: {each.get('outcome')}{why}")
+        if previous["state"] == state:
+            moved = (previous.get("position"), previous.get("reason")) != (job.get("position"), job.get("reason"))
+            if state == "pending" and moved:
+                lines.append(f"{name} is at position {job.get('position')} in {job['pool']}{reason}")
+            return lines
     if state == "pending":
-        if previous is not None and attempt is not None:
-            ended = f"attempt {number} ended" + (f" ({attempt['outcome']})" if attempt.get("outcome") else "")
-            return [f"{ended}; {job['name']} is back in the queue at position {job.get('position')} in {job['pool']}{reason}"]
-        return [f"{job['name']} is pending at position {job.get('position')} in {job['pool']}{reason}"]
-    if state == "starting":
-        return [f"starting attempt {number} of {job['name']} as SageMaker training job {job.get('training_job_name')}"]
-    if state == "running":
-        return [f"attempt {number} of {job['name']} is running as {job.get('training_job_name')}"]
-    if state == "preempting":
-        return [f"attempt {number} of {job['name']} is being preempted{reason}"]
-    if state == "stopping":
-        return [f"{job['name']} is being cancelled: stopping attempt {number}{reason}"]
-    if job.get("reason") and str(job["reason"]).lower() != state:
-        return [f"{job['name']} {state}{reason}"]
-    return [f"{job['name']} {state}"]
+        again = "back in the queue" if previous is not None and attempts else "pending"
+        lines.append(f"{name} is {again} at position {job.get('position')} in {job['pool']}{reason}")
+    elif state == "starting" and previous is None:
+        lines.append(f"starting attempt {number} of {name} as SageMaker training job {job.get('training_job_name')}")
+    elif state == "running":
+        lines.append(f"attempt {number} of {name} is running as {job.get('training_job_name')}")
+    elif state == "preempting":
+        lines.append(f"attempt {number} of {name} is being preempted{reason}")
+    elif state == "stopping":
+        lines.append(f"{name} is being cancelled: stopping attempt {number}{reason}")
+    elif state in TERMINAL_STATES:
+        redundant = str(job.get("reason") or "").lower() == state
+        lines.append(f"{name} {state}{'' if redundant else reason}")
+    return lines
 
 
 def check_finished(name: str, job: Mapping[str, Any], description: Mapping[str, Any]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -19,16 +19,6 @@ from tests.api.gateway import ApiGateway
 from tests.support.aws import create_queue_table, use_test_credentials
 from tests.support.fakes import FakeClock, FakeConfigSource, RecordingTrigger
 
-HERE = Path(__file__).parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # GETs add no metric; powertools warns about each empty flush, which says nothing here.
-    for item in items:
-        if HERE in Path(item.path).parents:
-            item.add_marker(pytest.mark.filterwarnings("ignore:No application metrics to publish"))
-
-
 @pytest.fixture(scope="module")
 def moto_dynamodb() -> Iterator[Any]:
     """One moto DynamoDB and queue table per module: creating boto3 clients and tables is what
@@ -43,8 +33,10 @@ def moto_dynamodb() -> Iterator[Any]:
 @pytest.fixture
 def dynamodb(moto_dynamodb: Any) -> Any:
     """The queue table, empty."""
-    for page in moto_dynamodb.get_paginator("scan").paginate(TableName=TABLE, ProjectionExpression="#n",
-                                                              ExpressionAttributeNames={"#n": "name"}):
+    pages = moto_dynamodb.get_paginator("scan").paginate(
+        TableName=TABLE, ProjectionExpression="#n", ExpressionAttributeNames={"#n": "name"}
+    )
+    for page in pages:
         for start in range(0, len(page["Items"]), 25):
             deletes = [{"DeleteRequest": {"Key": item}} for item in page["Items"][start : start + 25]]
             moto_dynamodb.batch_write_item(RequestItems={TABLE: deletes})
@@ -85,7 +77,7 @@ def service(
     clock: FakeClock,
     policy: SubmissionPolicy,
 ) -> QueueService:
-    def tick() -> Any:
+    def tick() -> datetime:
         # Every call happens a second after the previous one, so submission order is unambiguous.
         return clock.advance(seconds=1)
 

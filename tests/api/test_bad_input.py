@@ -15,6 +15,7 @@ import pytest
 
 from smq_lambda.adapters.item_codec import encode_page_token
 from smq_lambda.handlers.api import MAX_BODY_BYTES
+from smq_lambda.service.submission import REQUIRED_MEMBERS
 from tests.api.builders import (
     ALICE,
     BOB,
@@ -86,9 +87,7 @@ def refused(
 
 
 ADD_CASES: list[tuple[str, Any, str | None]] = [
-    *[(f"missing {member}", without(VALID, member), member) for member in (
-        "TrainingJobName", "RoleArn", "AlgorithmSpecification", "OutputDataConfig", "ResourceConfig", "StoppingCondition"
-    )],
+    *[(f"missing {member}", without(VALID, member), member) for member in REQUIRED_MEMBERS],
     ("body is a list", [VALID], None),
     ("body is a string", "fresh-job", None),
     ("name with underscore", replaced(VALID, "TrainingJobName", "fresh_job"), "TrainingJobName"),
@@ -123,7 +122,11 @@ ADD_CASES: list[tuple[str, Any, str | None]] = [
         replaced(VALID, "ResourceConfig.InstanceGroups", instance_groups((G5, 1))["InstanceGroups"]),
         "ResourceConfig.InstanceType",
     ),
-    ("empty instance groups", replaced(VALID, "ResourceConfig", {"InstanceGroups": []}), "ResourceConfig.InstanceGroups"),
+    (
+        "empty instance groups",
+        replaced(VALID, "ResourceConfig", {"InstanceGroups": []}),
+        "ResourceConfig.InstanceGroups",
+    ),
     ("instance type malformed", training_request("fresh-job", instance_type="g5"), "ResourceConfig.InstanceType"),
     (
         "instance type too long for an index key",
@@ -146,14 +149,20 @@ ADD_CASES: list[tuple[str, Any, str | None]] = [
         replaced(VALID, "StoppingCondition.MaxRuntimeInSeconds", 0),
         "StoppingCondition.MaxRuntimeInSeconds",
     ),
-    ("checkpoint without S3 URI", replaced(VALID, "CheckpointConfig", {"LocalPath": "/opt/ml/c"}), "CheckpointConfig.S3Uri"),
+    (
+        "checkpoint without S3 URI",
+        replaced(VALID, "CheckpointConfig", {"LocalPath": "/opt/ml/c"}),
+        "CheckpointConfig.S3Uri",
+    ),
     ("tags not a list", replaced(VALID, "Tags", {"priority": "1"}), "Tags"),
     ("tag the queue sets", replaced(VALID, "Tags", [{"Key": "smq:job", "Value": "x"}]), "Tags[0].Key"),
     ("tag without value", replaced(VALID, "Tags", [{"Key": "team"}]), "Tags[0].Value"),
 ]
 
 
-@pytest.mark.parametrize(("request_body", "field"), [case[1:] for case in ADD_CASES], ids=[case[0] for case in ADD_CASES])
+@pytest.mark.parametrize(
+    ("request_body", "field"), [case[1:] for case in ADD_CASES], ids=[case[0] for case in ADD_CASES]
+)
 def test_add_refuses_bad_requests(refused: Any, api: ApiGateway, request_body: Any, field: str | None) -> None:
     refused(lambda: api.add(request_body), 400, field)
 

@@ -80,7 +80,6 @@ def test_a_job_that_keeps_changing_is_a_conflict() -> None:
     assert store.get("job").priority == 0
 
 
-@pytest.mark.filterwarnings("ignore:No application metrics to publish")
 def test_through_the_api_a_job_that_keeps_changing_answers_409() -> None:
     clock = FakeClock()
     store = RacingStore(explain, races=0, clock=clock)

@@ -60,13 +60,22 @@ def test_job_ids_are_random_hex_when_not_given() -> None:
 
 @pytest.mark.parametrize(
     ("value", "priority"),
-    [(None, 0), ("0", 0), ("+5", 5), ("-12", -12), (str(MAX_PRIORITY), MAX_PRIORITY), (str(MIN_PRIORITY), MIN_PRIORITY)],
+    [
+        (None, 0),
+        ("0", 0),
+        ("+5", 5),
+        ("-12", -12),
+        (str(MAX_PRIORITY), MAX_PRIORITY),
+        (str(MIN_PRIORITY), MIN_PRIORITY),
+    ],
 )
 def test_priority_comes_from_the_priority_tag(value: str | None, priority: int) -> None:
     assert submit(training_request("vit", priority=value)).priority == priority
 
 
-@pytest.mark.parametrize("value", ["", " 5", "5 ", "5\n", "1e3", "0x10", "٣", "1_000", str(MAX_PRIORITY + 1), "9" * 200])
+@pytest.mark.parametrize(
+    "value", ["", " 5", "5 ", "5\n", "1e3", "0x10", "٣", "1_000", str(MAX_PRIORITY + 1), "9" * 200]
+)
 def test_priority_tag_must_be_a_plain_integer_in_range(value: str) -> None:
     assert refusal(training_request("vit", priority=value)).field == "Tags.priority"
 
@@ -88,7 +97,8 @@ def test_a_name_of_63_characters_is_accepted() -> None:
 
 
 def test_an_algorithm_name_replaces_the_image() -> None:
-    request = replaced(training_request("vit"), "AlgorithmSpecification", {"AlgorithmName": "xgb", "TrainingInputMode": "Pipe"})
+    algorithm = {"AlgorithmName": "xgb", "TrainingInputMode": "Pipe"}
+    request = replaced(training_request("vit"), "AlgorithmSpecification", algorithm)
     assert submit(request).name == "vit"
 
 
@@ -109,8 +119,14 @@ def test_heterogeneous_demand_keeps_group_order_and_sums_types() -> None:
             {"InstanceGroups": [{"InstanceType": G5, "InstanceCount": 1, "InstanceGroupName": "a"}] * 2},
             "ResourceConfig.InstanceGroups[1].InstanceGroupName",
         ),
-        ({"InstanceGroups": [{"InstanceType": G5, "InstanceCount": 1}]}, "ResourceConfig.InstanceGroups[0].InstanceGroupName"),
-        ({"InstanceGroups": [{"InstanceCount": 1, "InstanceGroupName": "a"}]}, "ResourceConfig.InstanceGroups[0].InstanceType"),
+        (
+            {"InstanceGroups": [{"InstanceType": G5, "InstanceCount": 1}]},
+            "ResourceConfig.InstanceGroups[0].InstanceGroupName",
+        ),
+        (
+            {"InstanceGroups": [{"InstanceCount": 1, "InstanceGroupName": "a"}]},
+            "ResourceConfig.InstanceGroups[0].InstanceType",
+        ),
         ({"InstanceGroups": ["a"]}, "ResourceConfig.InstanceGroups[0]"),
         ({"InstanceType": G5, "InstanceCount": MAX_INSTANCE_COUNT + 1}, "ResourceConfig.InstanceCount"),
         ({"InstanceType": G5, "InstanceCount": 1, "VolumeSizeInGB": "30"}, "ResourceConfig.VolumeSizeInGB"),
@@ -155,8 +171,16 @@ def test_allowed_roles() -> None:
     [
         ("RoleArn", "arn:aws:iam::12345678901:role/short-account", "RoleArn"),
         ("RoleArn", "arn:aws:iam::123456789012:user/alice", "RoleArn"),
-        ("AlgorithmSpecification", {"TrainingImage": "img", "TrainingInputMode": "Stream"}, "AlgorithmSpecification.TrainingInputMode"),
-        ("AlgorithmSpecification", {"TrainingImage": 5, "TrainingInputMode": "File"}, "AlgorithmSpecification.TrainingImage"),
+        (
+            "AlgorithmSpecification",
+            {"TrainingImage": "img", "TrainingInputMode": "Stream"},
+            "AlgorithmSpecification.TrainingInputMode",
+        ),
+        (
+            "AlgorithmSpecification",
+            {"TrainingImage": 5, "TrainingInputMode": "File"},
+            "AlgorithmSpecification.TrainingImage",
+        ),
         ("OutputDataConfig", {"S3OutputPath": "s3://"}, "OutputDataConfig.S3OutputPath"),
         ("OutputDataConfig", {"S3OutputPath": "s3://b/" + "k" * 1024}, "OutputDataConfig.S3OutputPath"),
         ("StoppingCondition", {"MaxWaitTimeInSeconds": 1.5}, "StoppingCondition.MaxWaitTimeInSeconds"),

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from smq_lambda.handlers import api
@@ -37,12 +38,19 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    api.default_app.cache_clear()
+    cold_start()
     with mock_aws():
         create_queue_table(boto3.client("dynamodb"), TABLE)
         boto3.client("ssm").put_parameter(Name=POOLS_PARAMETER, Type="String", Value=json.dumps({"ml.g5.xlarge": 3}))
         yield
+    cold_start()
+
+
+def cold_start() -> None:
+    """Forget the clients built for another environment: the handler's and powertools' default SSM
+    provider, whose client would keep pointing at this test's endpoints."""
     api.default_app.cache_clear()
+    parameters.clear_caches()
 
 
 def call(event: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +59,6 @@ def call(event: dict[str, Any]) -> dict[str, Any]:
     return {"status": response["statusCode"], **json.loads(response["body"])}
 
 
-@pytest.mark.filterwarnings("ignore:No application metrics to publish")
 def test_every_fixture_event_through_the_deployed_handler(deployed: None, caplog: pytest.LogCaptureFixture) -> None:
     added = call(load_event("add_job.json"))
     assert (added["status"], added["name"], added["position"]) == (202, "vit-tiny-example", 1)
@@ -71,7 +78,6 @@ def test_every_fixture_event_through_the_deployed_handler(deployed: None, caplog
     assert "expires_at" in item
 
 
-@pytest.mark.filterwarnings("ignore:No application metrics to publish")
 def test_the_admin_principals_come_from_the_environment(deployed: None) -> None:
     call(load_event("add_job.json"))
     event = load_event("change_priority.json")

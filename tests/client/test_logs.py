@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +11,10 @@ import pytest
 from moto import mock_aws
 
 from smq.logs import LOG_GROUP, AttemptLogs, logs_client
+
+
+NOW_MS = int(time.time() * 1000)
+"""CloudWatch Logs refuses events older than 14 days."""
 
 
 class Printed:
@@ -36,7 +41,7 @@ def put(client: Any, stream: str, *events: tuple[int, str]) -> None:
     client.put_log_events(
         logGroupName=LOG_GROUP,
         logStreamName=stream,
-        logEvents=[{"timestamp": 1_700_000_000_000 + t, "message": m} for t, m in events],
+        logEvents=[{"timestamp": NOW_MS + t, "message": m} for t, m in events],
     )
 
 

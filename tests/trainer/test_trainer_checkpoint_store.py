@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 import threading
 from pathlib import Path
 
 import pytest
 import torch
-from checkpoint_store import BackgroundWriter, CheckpointStore, CorruptCheckpoint, Saved, snapshot
+from trainer_support import checkpoint_store
+
+BackgroundWriter = checkpoint_store.BackgroundWriter
+CheckpointStore = checkpoint_store.CheckpointStore
+CorruptCheckpoint = checkpoint_store.CorruptCheckpoint
 
 
 def state(step: int) -> dict:
@@ -112,7 +115,7 @@ def test_partial_files_are_ignored_and_removed(tmp_path: Path) -> None:
 def test_snapshot_is_independent_of_the_live_tensors() -> None:
     live = {"weights": torch.zeros(4), "moments": [torch.ones(2)], "meta": ("adamw", 3)}
 
-    copy = snapshot(live)
+    copy = checkpoint_store.snapshot(live)
     live["weights"].add_(1)
     live["moments"][0].add_(1)
 
@@ -122,7 +125,7 @@ def test_snapshot_is_independent_of_the_live_tensors() -> None:
 
 
 def test_background_writer_reports_each_save_in_order(tmp_path: Path) -> None:
-    reported: list[Saved] = []
+    reported: list[checkpoint_store.Saved] = []
     writer = BackgroundWriter(CheckpointStore(tmp_path, keep=5), reported.append)
 
     for step in (1, 2, 3):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 import json
 import math
+from itertools import pairwise
 from pathlib import Path
 
-import hparams
 import pytest
-import topology
-from train import lr_factor
+from trainer_support import hparams, topology, train
 
 EMPTY: dict[str, str] = {}
 
@@ -80,13 +78,13 @@ def test_warmup_defaults_to_five_percent() -> None:
 def test_lr_warms_up_linearly_then_decays_by_cosine() -> None:
     warmup, total = 4, 14
 
-    factors = [lr_factor(step, warmup, total) for step in range(total + 1)]
+    factors = [train.lr_factor(step, warmup, total) for step in range(total + 1)]
 
     assert factors[:4] == [0.25, 0.5, 0.75, 1.0]
     assert factors[4] == 1.0
     assert math.isclose(factors[9], 0.5)
     assert factors[14] == 0.0
-    assert all(a >= b for a, b in zip(factors[4:], factors[5:], strict=False))
+    assert all(a >= b for a, b in pairwise(factors[4:]))
 
 
 def test_plain_process_is_a_world_of_one() -> None:

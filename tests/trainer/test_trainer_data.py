@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 from itertools import islice
 from pathlib import Path
 
@@ -10,7 +9,12 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from sample_stream import RankShare, ShuffledImageFolder, SyntheticImages, batches
+from trainer_support import sample_stream
+
+RankShare = sample_stream.RankShare
+ShuffledImageFolder = sample_stream.ShuffledImageFolder
+SyntheticImages = sample_stream.SyntheticImages
+batches = sample_stream.batches
 
 
 def take(sampler: RankShare, count: int) -> list[int]:

@@ -7,7 +7,6 @@ Both must produce the same model as an uninterrupted torchrun run.
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 import re
 import signal
 import sys
@@ -16,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from trainer_support import TINY, TORCHRUN, TRAIN_SCRIPT, LiveProcess, clean_env, file_bytes, free_port, run_to_completion
+from trainer_support import (
+    TINY,
+    TORCHRUN,
+    TRAIN_SCRIPT,
+    LiveProcess,
+    clean_env,
+    file_bytes,
+    free_port,
+    run_to_completion,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +104,10 @@ def spawned_job(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
 
 
 def start_steps(output: str) -> dict[int, int]:
-    return {int(rank): int(step) for rank, step in re.findall(r"^rank=(\d+) world_size=2 .* start_step=(\d+)$", output, re.MULTILINE)}
+    return {
+        int(rank): int(step)
+        for rank, step in re.findall(r"^rank=(\d+) world_size=2 .* start_step=(\d+)$", output, re.MULTILINE)
+    }
 
 
 @pytest.mark.parametrize("job", ["torchrun_job", "spawned_job"])
@@ -109,14 +120,20 @@ def test_every_rank_resumes_from_the_sigterm_step(job: str, request: pytest.Fixt
 
 
 @pytest.mark.parametrize("job", ["torchrun_job", "spawned_job"])
-def test_interrupted_ddp_run_is_bitwise_identical(job: str, request: pytest.FixtureRequest, reference_model: bytes) -> None:
+def test_interrupted_ddp_run_is_bitwise_identical(
+    job: str, request: pytest.FixtureRequest, reference_model: bytes
+) -> None:
     resumed: Resumed = request.getfixturevalue(job)
 
     assert resumed.model == reference_model
 
 
 def test_only_the_leader_writes_and_logs_checkpoints(torchrun_job: Resumed) -> None:
-    saved = re.findall(r"^checkpoint saved: step (\d+) ", torchrun_job.stopped_output + "\n" + torchrun_job.resumed_output, re.MULTILINE)
+    saved = re.findall(
+        r"^checkpoint saved: step (\d+) ",
+        torchrun_job.stopped_output + "\n" + torchrun_job.resumed_output,
+        re.MULTILINE,
+    )
     counts = Counter(int(step) for step in saved)
 
     assert counts[torchrun_job.stopped_at] == 1

@@ -7,7 +7,6 @@ only checkpoint there is to resume from is the one SIGTERM produced.
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 import json
 import re
 import signal
@@ -17,8 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from checkpoint_store import CheckpointStore
-from trainer_support import TINY, TRAIN_SCRIPT, LiveProcess, clean_env, file_bytes, run_to_completion
+from trainer_support import (
+    TINY,
+    TRAIN_SCRIPT,
+    LiveProcess,
+    checkpoint_store,
+    clean_env,
+    file_bytes,
+    run_to_completion,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +78,7 @@ def preempted(tmp_path_factory: pytest.TempPathFactory) -> Preempted:
         seconds_to_exit = time.monotonic() - signalled
     finally:
         live.kill()
-    checkpoint_steps = CheckpointStore(root / "checkpoints", keep=1).steps()
+    checkpoint_steps = checkpoint_store.CheckpointStore(root / "checkpoints", keep=1).steps()
     stopped = re.search(r"^SIGTERM: state at step (\d+) is checkpointed, exiting$", output, re.MULTILINE)
     assert stopped, output
     assert not (root / "model" / "model.safetensors").exists(), "a preempted run must not publish a model"

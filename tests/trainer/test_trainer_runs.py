@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import trainer_support  # noqa: F401, I001  (first: puts trainer/ on sys.path for the imports below)
 import json
 import math
 import os
@@ -13,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from checkpoint_store import CheckpointStore
 from PIL import Image
 from safetensors.torch import load_file
-from train import METRIC_DEFINITIONS, capture_rng, main, restore_rng
-from trainer_support import FOREIGN_PREFIXES, TINY, file_bytes
+from trainer_support import FOREIGN_PREFIXES, TINY, checkpoint_store, file_bytes, train
+
+CheckpointStore = checkpoint_store.CheckpointStore
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +37,9 @@ class Job:
 
     def train(self, *args: str) -> str:
         self._capsys.readouterr()
-        status = main([*TINY, "--checkpoint-dir", str(self.checkpoints), "--model-dir", str(self.model_dir), *args])
+        status = train.main(
+            [*TINY, "--checkpoint-dir", str(self.checkpoints), "--model-dir", str(self.model_dir), *args]
+        )
         assert status == 0
         return self._capsys.readouterr().out
 
@@ -61,7 +62,18 @@ def other_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Job:
     return Job(tmp_path / "other", capsys)
 
 
-RUN = ["--max-steps", "24", "--log-every", "4", "--drop-path", "0.1", "--checkpoint-every-steps", "8", "--keep-checkpoints", "3"]
+RUN = [
+    "--max-steps",
+    "24",
+    "--log-every",
+    "4",
+    "--drop-path",
+    "0.1",
+    "--checkpoint-every-steps",
+    "8",
+    "--keep-checkpoints",
+    "3",
+]
 
 
 def test_completed_run_writes_model_metrics_and_progress_lines(job: Job) -> None:
@@ -78,9 +90,9 @@ def test_completed_run_writes_model_metrics_and_progress_lines(job: Job) -> None
     assert "no checkpoint in" in out
     progress = [line for line in out.splitlines() if line.startswith("step=")]
     assert len(progress) == 6
-    for definition in METRIC_DEFINITIONS:
+    for definition in train.METRIC_DEFINITIONS:
         assert re.search(definition["Regex"], progress[-1]), definition["Name"]
-    assert re.search(METRIC_DEFINITIONS[3]["Regex"], progress[-1]).group(1) == "24"
+    assert re.search(train.METRIC_DEFINITIONS[3]["Regex"], progress[-1]).group(1) == "24"
 
 
 def test_resume_from_an_earlier_checkpoint_is_bitwise_exact(job: Job, other_job: Job) -> None:
@@ -158,12 +170,12 @@ def test_every_rng_survives_a_checkpoint_file(tmp_path: Path) -> None:
     torch.manual_seed(3)
     np.random.standard_normal()  # leaves a cached Gaussian in NumPy's legacy state
     store = CheckpointStore(tmp_path, keep=1)
-    store.write(1, {"rng": capture_rng()})
+    store.write(1, {"rng": train.capture_rng()})
 
     def draws() -> tuple[float, float, float]:
         return random.random(), float(np.random.standard_normal()), float(torch.rand(1))
 
     expected = draws()
-    restore_rng(store.read(1)["rng"])
+    train.restore_rng(store.read(1)["rng"])
 
     assert draws() == expected

@@ -1,4 +1,8 @@
-"""Shared helpers for the trainer tests: the tiny model, clean environments, and live log reading."""
+"""Shared helpers for the trainer tests: the trainer's modules, the tiny model, clean environments, live logs.
+
+The trainer is a directory of plain modules (SageMaker runs ``train.py`` as a script from
+``source_dir``), so the tests import them from here, after putting that directory on sys.path.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,14 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
+import checkpoint_store
+import hparams
+import sample_stream
+import topology
+import train
+
+__all__ = ["checkpoint_store", "hparams", "sample_stream", "topology", "train"]
+
 # A real timm ViT small enough that a step takes milliseconds on one CPU thread.
 TINY = [
     "--embed-dim", "32", "--depth", "2", "--num-heads", "2", "--patch-size", "8",
@@ -27,7 +39,17 @@ TINY = [
 ]  # fmt: skip
 
 # Variables from the developer's shell that would change where or how the trainer runs.
-FOREIGN_PREFIXES = ("SM_", "SMQ_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_", "OMP_")
+FOREIGN_PREFIXES = (
+    "SM_",
+    "SMQ_",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_",
+    "OMP_",
+)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -45,7 +67,7 @@ def free_port() -> int:
 
 def run_to_completion(command: list[str], env: dict[str, str], timeout: float = 120) -> str:
     """Run a trainer command, fail the test with its output if it does not exit 0."""
-    result = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result.stdout
 

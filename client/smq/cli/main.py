@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit = commands.add_parser("submit", parents=[connection], help="queue a CreateTrainingJob request")
     submit.add_argument("file", help="CreateTrainingJob request as JSON ('-' reads stdin)")
     submit.add_argument("--priority", type=int, help="replaces the request's priority tag")
+    submit.add_argument("--name", help="queue it under this name instead of its TrainingJobName")
     submit.add_argument("--json", action="store_true", help="print the queued job as JSON")
     submit.set_defaults(func=cmd_submit)
 
@@ -191,6 +192,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     request = _read_request(args.file)
+    if args.name:
+        request["TrainingJobName"] = args.name
     if args.priority is not None:
         try:
             check_priority(args.priority)

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import socket
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,12 +37,24 @@ TABLE_NAME = "smq-queue"
 BUCKET = "smq-local"
 SCHEDULER_FUNCTION = "smq-scheduler"
 API_FUNCTION = "smq-api"
-MOTO_SERVICES = ("DYNAMODB", "S3", "SSM", "CLOUDWATCH", "LOGS", "SNS", "STS", "CLOUDFORMATION")
+MOTO_SERVICES = {
+    "dynamodb": "DYNAMODB",
+    "s3": "S3",
+    "ssm": "SSM",
+    "cloudwatch": "CLOUDWATCH",
+    "logs": "CLOUDWATCH_LOGS",
+    "sns": "SNS",
+    "sts": "STS",
+    "cloudformation": "CLOUDFORMATION",
+}
+"""boto3 service name → the suffix of the `AWS_ENDPOINT_URL_<SUFFIX>` variable boto3 reads for it."""
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 STATE_FILE = "stack.json"
 """Written into the workdir while the stack runs, so `smq local inject` and clients can find it."""
 
 log = logging.getLogger("smq.local")
+_RUNNING = threading.Lock()
+"""One stack per process: moto's backends and the handlers' environment are process-wide."""
 
 
 @dataclass
@@ -77,6 +90,7 @@ class LocalStack:
         self._router: EventRouter | None = None
         self._api: ApiFront | None = None
         self._saved_environ: dict[str, str | None] = {}
+        self._holds_process = False
         self.aws_env: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -89,6 +103,9 @@ class LocalStack:
         self.stop()
 
     def start(self) -> None:
+        if not _RUNNING.acquire(blocking=False):
+            raise RuntimeError("a local stack is already running in this process; stop it first")
+        self._holds_process = True
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._quiet_libraries()
         try:
@@ -134,6 +151,9 @@ class LocalStack:
         self._sagemaker = self._router = self._api = self._moto = None
         self._leave_function_environment()
         (self.workdir / STATE_FILE).unlink(missing_ok=True)
+        if self._holds_process:
+            self._holds_process = False
+            _RUNNING.release()
 
     # ------------------------------------------------------------------ what clients use
 
@@ -156,7 +176,8 @@ class LocalStack:
         return {"SMQ_API_URL": self.api_url, **self.aws_env}
 
     def boto3_client(self, service: str) -> Any:
-        endpoint = self.aws_env.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}")
+        suffix = MOTO_SERVICES.get(service, service.upper())
+        endpoint = self.aws_env.get(f"AWS_ENDPOINT_URL_{suffix}")
         return boto3.client(
             service,
             endpoint_url=endpoint,
@@ -206,7 +227,8 @@ class LocalStack:
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         self._moto.start()
         moto_url = f"http://127.0.0.1:{port}"
-        self.aws_env = {f"AWS_ENDPOINT_URL_{service}": moto_url for service in MOTO_SERVICES}
+        requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
+        self.aws_env = {f"AWS_ENDPOINT_URL_{suffix}": moto_url for suffix in MOTO_SERVICES.values()}
         self.aws_env.update(
             {
                 "AWS_DEFAULT_REGION": REGION,
@@ -278,6 +300,7 @@ class LocalStack:
         environment.update(self.aws_env)
         if not self.options.verbose:
             environment["POWERTOOLS_METRICS_DISABLED"] = "true"
+            environment["POWERTOOLS_LOG_LEVEL"] = "WARNING"
         for key, value in environment.items():
             self._saved_environ.setdefault(key, os.environ.get(key))
             os.environ[key] = value

@@ -15,11 +15,11 @@ from functools import cache
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -43,9 +43,8 @@ from smq_lambda.settings import Settings
 from smq_lambda.views import error_view, job_view, page_view, pools_view
 
 logger = Logger(service="smq")
-NAMESPACE = "smq"
-metrics = Metrics(namespace=NAMESPACE, service="smq")
 tracer = Tracer(service="smq")
+NAMESPACE = "smq"
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES
 MAX_TOKEN_LENGTH = 512
@@ -72,8 +71,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
         if isinstance(request, dict) and isinstance(request.get("TrainingJobName"), str):
             logger.append_keys(job=request["TrainingJobName"])
         entry = service.submit(request, _caller(app.current_event))
-        metrics.add_dimension(name="pool", value=entry.job.pool)
-        metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
+        _count("JobsSubmitted", pool=entry.job.pool)
         logger.info("job queued", extra={"priority": entry.job.priority, "position": entry.position})
         return _json(202, job_view(entry))
 
@@ -101,7 +99,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
         if not isinstance(body, dict) or "priority" not in body:
             raise InvalidRequest("priority", 'the body must be {"priority": <integer>}')
         entry = service.change_priority(name, body["priority"], _caller(app.current_event))
-        metrics.add_metric(name="PriorityChanges", unit=MetricUnit.Count, value=1)
+        _count("PriorityChanges")
         logger.info("priority changed", extra={"priority": entry.job.priority})
         return _json(200, job_view(entry))
 
@@ -109,7 +107,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
     def cancel_job(name: str) -> Response:
         logger.append_keys(job=name)
         entry = service.cancel(name, _caller(app.current_event))
-        metrics.add_metric(name="JobsCancelled", unit=MetricUnit.Count, value=1)
+        _count("JobsCancelled")
         logger.info("cancel accepted", extra={"state": str(entry.job.state)})
         return _json(202, job_view(entry))
 
@@ -118,7 +116,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
         return _json(200, pools_view(service.pools()))
 
     def rejected(status: int, field: str | None, message: str) -> Response:
-        metrics.add_metric(name="RequestsRejected", unit=MetricUnit.Count, value=1)
+        _count("RequestsRejected", status=str(status))
         logger.info("request rejected", extra={"status": status, "field": field, "rule": message})
         return _json(status, error_view(field, message))
 
@@ -163,7 +161,7 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
         # Only a fault on our side (an AWS outage, a bug) gets here; the caller learns nothing
         # internal, the log keeps the traceback.
         logger.exception("unexpected error")
-        metrics.add_metric(name="ApiErrors", unit=MetricUnit.Count, value=1)
+        _count("ApiErrors")
         return _json(500, error_view(None, "internal error; the request may not have been applied"))
 
     return app
@@ -171,9 +169,8 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
 
 def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
     """A Lambda entry point for the app `build_app` returns, with powertools logging (the job name
-    as a key), metrics and tracing around it."""
+    as a key) and tracing around it."""
 
-    @metrics.log_metrics
     @tracer.capture_lambda_handler
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
     def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -204,6 +201,16 @@ def default_app() -> APIGatewayRestResolver:
 
 
 handler: Handler = lambda_handler(default_app)
+
+
+def _count(name: str, **dimensions: str) -> None:
+    """One CloudWatch metric (EMF), written at once: nothing is kept between invocations, so
+    requests served concurrently in one process (the local API front) cannot mix their metrics."""
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace=NAMESPACE, default_dimensions={"service": "smq"}
+    ) as metric:
+        for key, value in dimensions.items():
+            metric.add_dimension(name=key, value=value)
 
 
 def _json(status: int, body: Mapping[str, Any]) -> Response:
