@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import torch
 
@@ -88,7 +88,7 @@ class CheckpointStore:
         try:
             with open(partial, "wb") as file:
                 writer = _HashingWriter(file)
-                torch.save(state, writer)
+                torch.save(state, cast(IO[bytes], writer))  # torch.save needs only write() and flush()
                 file.write(_FOOTER.pack(writer.length, writer.digest.digest(), MAGIC))
                 file.flush()
                 os.fsync(file.fileno())

@@ -34,66 +34,61 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         description="smq reference trainer: a timm ViT that checkpoints and resumes exactly.",
         allow_abbrev=False,  # a misspelt hyperparameter must fail, not silently set a neighbour
     )
-    model = parser.add_argument_group("model")
-    _add(model, "model", default="vit_tiny_patch16_224", help="timm ViT name; the options below override its size")
-    _add(model, "embed-dim", type=int, default=None)
-    _add(model, "depth", type=int, default=None)
-    _add(model, "num-heads", type=int, default=None)
-    _add(model, "patch-size", type=int, default=None)
-    _add(model, "img-size", type=int, default=224)
-    _add(model, "num-classes", type=int, default=None, help="default: 10 for synthetic data, the folder's class count")
-    _add(model, "drop-path", type=float, default=0.0, help="stochastic depth rate")
+    _add(parser, "model", default="vit_tiny_patch16_224", help="timm ViT name; the options below override its size")
+    _add(parser, "embed-dim", type=int, default=None)
+    _add(parser, "depth", type=int, default=None)
+    _add(parser, "num-heads", type=int, default=None)
+    _add(parser, "patch-size", type=int, default=None)
+    _add(parser, "img-size", type=int, default=224)
+    _add(parser, "num-classes", type=int, default=None, help="default: 10 for synthetic data, the folder's class count")
+    _add(parser, "drop-path", type=float, default=0.0, help="stochastic depth rate")
 
-    optim = parser.add_argument_group("optimisation")
-    _add(optim, "batch-size", type=int, default=32, help="per process; the global batch is this times the world size")
-    _add(optim, "lr", type=float, default=5e-4, help="peak AdamW learning rate")
-    _add(optim, "weight-decay", type=float, default=0.05)
+    _add(parser, "batch-size", type=int, default=32, help="per process; the global batch is this times the world size")
+    _add(parser, "lr", type=float, default=5e-4, help="peak AdamW learning rate")
+    _add(parser, "weight-decay", type=float, default=0.05)
     _add(
-        optim,
+        parser,
         "warmup-steps",
         type=int,
         default=None,
         help="linear warmup before cosine decay; default 5%% of max-steps",
     )
-    _add(optim, "grad-clip", type=float, default=1.0, help="max gradient norm; 0 disables clipping")
-    _add(optim, "max-steps", type=int, default=1000)
-    _add(optim, "seed", type=int, default=0)
+    _add(parser, "grad-clip", type=float, default=1.0, help="max gradient norm; 0 disables clipping")
+    _add(parser, "max-steps", type=int, default=1000)
+    _add(parser, "seed", type=int, default=0)
 
-    data = parser.add_argument_group("data")
-    _add(data, "data", choices=("synthetic", "folder"), default="synthetic")
+    _add(parser, "data", choices=("synthetic", "folder"), default="synthetic")
     _add(
-        data,
+        parser,
         "data-dir",
         type=Path,
         default=_path_or_none(env.get("SM_CHANNEL_TRAINING")),
         help="image folder (default $SM_CHANNEL_TRAINING)",
     )
-    _add(data, "num-workers", type=int, default=None, help="DataLoader workers; default 2 on CUDA, 0 on CPU")
+    _add(parser, "num-workers", type=int, default=None, help="DataLoader workers; default 2 on CUDA, 0 on CPU")
 
-    run = parser.add_argument_group("checkpoints and outputs")
-    _add(run, "checkpoint-dir", type=Path, default=Path(env.get("SMQ_CHECKPOINT_DIR") or DEFAULT_CHECKPOINT_DIR))
-    _add(run, "checkpoint-every-steps", type=int, default=0, help="0 disables step-based checkpoints")
+    _add(parser, "checkpoint-dir", type=Path, default=Path(env.get("SMQ_CHECKPOINT_DIR") or DEFAULT_CHECKPOINT_DIR))
+    _add(parser, "checkpoint-every-steps", type=int, default=0, help="0 disables step-based checkpoints")
     _add(
-        run,
+        parser,
         "checkpoint-every-seconds",
         type=float,
         default=DEFAULT_CHECKPOINT_EVERY_SECONDS,
         help="0 disables time-based checkpoints",
     )
-    _add(run, "keep-checkpoints", type=int, default=2)
-    _add(run, "model-dir", type=Path, default=Path(env.get("SM_MODEL_DIR") or DEFAULT_MODEL_DIR))
-    _add(run, "log-every", type=int, default=10)
+    _add(parser, "keep-checkpoints", type=int, default=2)
+    _add(parser, "model-dir", type=Path, default=Path(env.get("SM_MODEL_DIR") or DEFAULT_MODEL_DIR))
+    _add(parser, "log-every", type=int, default=10)
 
-    host = parser.add_argument_group("host")
     _add(
-        host,
+        parser,
         "threads",
         type=int,
         default=int(env.get("SMQ_TORCH_THREADS") or 0),
         help="torch CPU threads per process; 0 keeps torch's default",
     )
     _add(
-        host,
+        parser,
         "nproc-per-host",
         type=int,
         default=None,

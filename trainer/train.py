@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -160,14 +161,14 @@ def seed_everything(seed: int) -> None:
 
 def capture_rng() -> dict[str, Any]:
     """Every RNG this process could draw from, in types ``torch.load(weights_only=True)`` accepts."""
-    _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    numpy_state = np.random.get_state(legacy=False)
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": {
-            "keys": torch.from_numpy(keys.astype(np.int64)),
-            "position": int(position),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached_gaussian),
+            "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
+            "pos": int(numpy_state["state"]["pos"]),
+            "has_gauss": int(numpy_state["has_gauss"]),
+            "gauss": float(numpy_state["gauss"]),
         },
         "torch": torch.get_rng_state(),
     }
@@ -180,13 +181,12 @@ def restore_rng(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     numpy_state = state["numpy"]
     np.random.set_state(
-        (
-            "MT19937",
-            numpy_state["keys"].numpy().astype(np.uint32),
-            numpy_state["position"],
-            numpy_state["has_gauss"],
-            numpy_state["cached_gaussian"],
-        )
+        {
+            "bit_generator": "MT19937",
+            "state": {"key": numpy_state["key"].numpy().astype(np.uint32), "pos": numpy_state["pos"]},
+            "has_gauss": numpy_state["has_gauss"],
+            "gauss": numpy_state["gauss"],
+        }
     )
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
@@ -212,8 +212,10 @@ def build_model(hp: argparse.Namespace, num_classes: int) -> torch.nn.Module:
 
 def build_optimizer(model: torch.nn.Module, hp: argparse.Namespace) -> torch.optim.AdamW:
     """AdamW without weight decay on biases, norms and the position/class tokens (as timm does)."""
-    skip = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
-    decay, no_decay = [], []
+    no_weight_decay = getattr(model, "no_weight_decay", None)
+    skip = set(no_weight_decay()) if callable(no_weight_decay) else set()
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, parameter in model.named_parameters():
         (no_decay if parameter.ndim <= 1 or name in skip else decay).append(parameter)
     groups = [
@@ -293,10 +295,30 @@ def write_outputs(model: torch.nn.Module, model_dir: Path, metrics: dict[str, An
     _replace_atomically(model_dir / "metrics.json", lambda path: path.write_text(json.dumps(metrics, indent=2) + "\n"))
 
 
-def _replace_atomically(final: Path, write: Callable[[Path], None]) -> None:
+def _replace_atomically(final: Path, write: Callable[[Path], object]) -> None:
     partial_path = final.with_name(f".partial-{final.name}")
     write(partial_path)
     os.replace(partial_path, final)
+
+
+@dataclass
+class Pace:
+    """When this attempt last saved and logged, and what its periodic checkpoints cost it."""
+
+    first_step: int
+    started: float
+    saved_step: int
+    saved_at: float
+    logged_step: int
+    logged_at: float
+    blocked_seconds: float = 0.0
+    checkpoints: int = 0
+
+    @classmethod
+    def starting_at(cls, step: int) -> Pace:
+        """The starting step counts as saved: it is either step 0 or the checkpoint just loaded."""
+        now = time.monotonic()
+        return cls(first_step=step, started=now, saved_step=step, saved_at=now, logged_step=step, logged_at=now)
 
 
 class Trainer:
@@ -374,6 +396,7 @@ class Trainer:
         return DistributedDataParallel(model, device_ids=device_ids)
 
     def batch_stream(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Endless batches for this rank from the current data position."""
         on_cuda = self.device.type == "cuda"
         workers = self.hp.num_workers if self.hp.num_workers is not None else (2 if on_cuda else 0)
         share = RankShare(self.samples_seen, self.hp.batch_size, self.placement.rank, self.placement.world_size)
@@ -382,65 +405,77 @@ class Trainer:
     def _loop(
         self, net: torch.nn.Module, stream: Iterator[tuple[torch.Tensor, torch.Tensor]], stop: StopRequest
     ) -> int:
-        hp = self.hp
-        first_step = self.step
-        last_saved = self.step
-        started = last_save = last_log = time.monotonic()
-        last_log_step = self.step
-        blocked = 0.0
-        written = 0
-        while self.step < hp.max_steps:
-            time_due = (
-                self.placement.is_leader
-                and hp.checkpoint_every_seconds > 0
-                and time.monotonic() - last_save >= hp.checkpoint_every_seconds
-            )
-            stopping, time_due = self.group.agree(stop.requested, time_due)
-            step_due = hp.checkpoint_every_steps > 0 and self.step % hp.checkpoint_every_steps == 0
+        pace = Pace.starting_at(self.step)
+        while self.step < self.hp.max_steps:
+            stopping, time_due = self.group.agree(stop.requested, self._time_due(pace))
             if stopping:
-                self.writer.wait()
-                if self.step != last_saved:
-                    self._save_now()
-                if self.placement.is_leader:
-                    log(f"SIGTERM: state at step {self.step} is checkpointed, exiting")
-                return 0
-            if (time_due or step_due) and self.step != last_saved:
-                began = time.monotonic()
-                self._save_in_background()
-                last_save = time.monotonic()
-                blocked += last_save - began
-                last_saved = self.step
-                written += 1
-            loss = train_step(net, self.optimizer, self.schedule, next(stream), self.device, hp.grad_clip)
+                return self._stop(pace)
+            if (time_due or self._step_due()) and self.step != pace.saved_step:
+                self._checkpoint_in_background(pace)
+            loss = train_step(net, self.optimizer, self.schedule, next(stream), self.device, self.hp.grad_clip)
             self.step += 1
             self.samples_seen += self.global_batch
-            if self.step % hp.log_every == 0 or self.step == hp.max_steps:
-                self.last_loss = self.group.mean(loss)
-                now = time.monotonic()
-                rate = (self.step - last_log_step) * self.global_batch / max(now - last_log, 1e-9)
-                if self.placement.is_leader:
-                    lr = self.schedule.get_last_lr()[0]
-                    log(f"step={self.step} loss={self.last_loss:.4f} samples_per_sec={rate:.1f} lr={lr:.3e}")
-                last_log, last_log_step = now, self.step
-        elapsed = time.monotonic() - started
+            if self.step % self.hp.log_every == 0 or self.step == self.hp.max_steps:
+                self._log_progress(loss, pace)
+        return self._finish(pace)
+
+    def _time_due(self, pace: Pace) -> bool:
+        """Decided by the leader's clock alone; ``Group.agree`` passes the decision to every rank."""
+        every = self.hp.checkpoint_every_seconds
+        return self.placement.is_leader and every > 0 and time.monotonic() - pace.saved_at >= every
+
+    def _step_due(self) -> bool:
+        every = self.hp.checkpoint_every_steps
+        return every > 0 and self.step % every == 0
+
+    def _checkpoint_in_background(self, pace: Pace) -> None:
+        began = time.monotonic()
+        state = self.checkpoint_state()
+        if state is not None:
+            self.writer.submit(self.step, state)
+        pace.saved_at = time.monotonic()
+        pace.saved_step = self.step
+        pace.blocked_seconds += pace.saved_at - began
+        pace.checkpoints += 1
+
+    def _log_progress(self, loss: torch.Tensor, pace: Pace) -> None:
+        self.last_loss = self.group.mean(loss)
+        now = time.monotonic()
+        rate = (self.step - pace.logged_step) * self.global_batch / max(now - pace.logged_at, 1e-9)
+        if self.placement.is_leader:
+            lr = self.schedule.get_last_lr()[0]
+            log(f"step={self.step} loss={self.last_loss:.4f} samples_per_sec={rate:.1f} lr={lr:.3e}")
+        pace.logged_at, pace.logged_step = now, self.step
+
+    def _stop(self, pace: Pace) -> int:
+        """SIGTERM: make the current step durable and leave; the job is not finished, so no model."""
         self.writer.wait()
-        if self.step != last_saved:
+        if self.step != pace.saved_step:
             self._save_now()
         if self.placement.is_leader:
-            trained = self.step - first_step
+            log(f"SIGTERM: state at step {self.step} is checkpointed, exiting")
+        return 0
+
+    def _finish(self, pace: Pace) -> int:
+        elapsed = time.monotonic() - pace.started
+        self.writer.wait()
+        if self.step != pace.saved_step:
+            self._save_now()
+        if self.placement.is_leader:
+            trained = self.step - pace.first_step
             metrics = {
                 "step": self.step,
                 "loss": self.last_loss,
                 "samples_per_sec": trained * self.global_batch / elapsed if trained else None,
                 "train_seconds": elapsed,
-                "checkpoint_blocking_seconds": blocked,
-                "checkpoints_written": written,
+                "checkpoint_blocking_seconds": pace.blocked_seconds,
+                "checkpoints_written": pace.checkpoints,
                 "resumed_from_step": self.resumed_from,
                 "world_size": self.placement.world_size,
                 "global_batch_size": self.global_batch,
             }
-            write_outputs(self.model, hp.model_dir, metrics)
-            log(f"training complete at step {self.step}: {hp.model_dir / 'model.safetensors'}")
+            write_outputs(self.model, self.hp.model_dir, metrics)
+            log(f"training complete at step {self.step}: {self.hp.model_dir / 'model.safetensors'}")
         return 0
 
     def checkpoint_state(self) -> dict[str, Any] | None:
@@ -462,11 +497,6 @@ class Trainer:
                 "hparams": {key: str(value) for key, value in vars(self.hp).items()},
             }
         )
-
-    def _save_in_background(self) -> None:
-        state = self.checkpoint_state()
-        if state is not None:
-            self.writer.submit(self.step, state)
 
     def _save_now(self) -> None:
         state = self.checkpoint_state()

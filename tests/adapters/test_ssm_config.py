@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.parameters import SSMProvider
-from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from smq_lambda.adapters.ssm_config import SsmConfigSource
 from smq_lambda.errors import ConfigError
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
@@ -90,22 +89,3 @@ def test_a_malformed_parameter_is_a_config_error_that_says_what_is_wrong(
 def test_a_missing_parameter_is_a_config_error(provider: SSMProvider) -> None:
     with pytest.raises(ConfigError, match="could not be read"):
         SsmConfigSource(settings("/smq/test/missing"), provider).load()
-
-
-@pytest.fixture
-def default_providers() -> Iterator[None]:
-    """Keep powertools' process-wide providers as they were (the test creates one on moto)."""
-    saved = dict(DEFAULT_PROVIDERS)
-    DEFAULT_PROVIDERS.clear()
-    yield
-    DEFAULT_PROVIDERS.clear()
-    DEFAULT_PROVIDERS.update(saved)
-
-
-def test_without_a_provider_the_powertools_default_is_used(default_providers: None, parameter: Any) -> None:
-    name = parameter(json.dumps({P5: 2}))
-
-    config = SsmConfigSource(settings(name)).load()
-
-    assert config.pools == {P5: 2}
-    assert "ssm" in DEFAULT_PROVIDERS

@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
-from smq import QueueTrainingJobSession, TrainingQueue
+from smq import JobNotFound, QueueTrainingJobSession, TrainingQueue
 from smq.local.stack import REPOSITORY, LocalStack, LocalStackOptions, client_environment
 from smq.queue import training_request
 
@@ -122,8 +122,11 @@ def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
         """The urgent job arrives once the patient one has saved a checkpoint."""
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            job = queue.get_job("patient")
-            logs = process_stack.training_logs(job.training_job_name) if job.training_job_name else ""
+            try:
+                job = queue.get_job("patient")
+            except JobNotFound:  # fit() has not submitted it yet
+                job = None
+            logs = process_stack.training_logs(job.training_job_name) if job and job.training_job_name else ""
             if "checkpoint saved: step" in logs:
                 queue.submit(urgent)
                 submitted.set()
@@ -138,6 +141,7 @@ def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
 
     helper.join(timeout=5)
     output = capsys.readouterr().out
+    open("/tmp/e2e_pre_out.txt", "w").write(output)
     assert submitted.is_set()
     assert "attempt 1 of patient is being preempted: preempted for urgent" in output
     assert "starting attempt 2 of patient" in output

@@ -19,7 +19,7 @@ def state(step: int) -> dict:
     return {"step": step, "weights": torch.randn(64, 64, generator=generator), "nested": {"ids": [1, 2, step]}}
 
 
-def skipped_steps(store: CheckpointStore) -> tuple[int | None, list[int]]:
+def skipped_steps(store: checkpoint_store.CheckpointStore) -> tuple[int | None, list[int]]:
     skipped: list[int] = []
     found = store.latest_valid(on_skip=lambda step, exc: skipped.append(step))
     return (found[0] if found else None), skipped
@@ -113,11 +113,12 @@ def test_partial_files_are_ignored_and_removed(tmp_path: Path) -> None:
 
 
 def test_snapshot_is_independent_of_the_live_tensors() -> None:
-    live = {"weights": torch.zeros(4), "moments": [torch.ones(2)], "meta": ("adamw", 3)}
+    weights, moments = torch.zeros(4), [torch.ones(2)]
+    live = {"weights": weights, "moments": moments, "meta": ("adamw", 3)}
 
     copy = checkpoint_store.snapshot(live)
-    live["weights"].add_(1)
-    live["moments"][0].add_(1)
+    weights.add_(1)
+    moments[0].add_(1)
 
     assert torch.equal(copy["weights"], torch.zeros(4))
     assert torch.equal(copy["moments"][0], torch.ones(2))

@@ -17,7 +17,7 @@ SyntheticImages = sample_stream.SyntheticImages
 batches = sample_stream.batches
 
 
-def take(sampler: RankShare, count: int) -> list[int]:
+def take(sampler: sample_stream.RankShare, count: int) -> list[int]:
     return list(islice(iter(sampler), count))
 
 

@@ -48,7 +48,7 @@ class Job:
         return file_bytes(self.model_dir / "model.safetensors")
 
     @property
-    def store(self) -> CheckpointStore:
+    def store(self) -> checkpoint_store.CheckpointStore:
         return CheckpointStore(self.checkpoints, keep=1)
 
 
@@ -92,7 +92,7 @@ def test_completed_run_writes_model_metrics_and_progress_lines(job: Job) -> None
     assert len(progress) == 6
     for definition in train.METRIC_DEFINITIONS:
         assert re.search(definition["Regex"], progress[-1]), definition["Name"]
-    assert re.search(train.METRIC_DEFINITIONS[3]["Regex"], progress[-1]).group(1) == "24"
+    assert re.findall(train.METRIC_DEFINITIONS[3]["Regex"], progress[-1]) == ["24"]
 
 
 def test_resume_from_an_earlier_checkpoint_is_bitwise_exact(job: Job, other_job: Job) -> None:

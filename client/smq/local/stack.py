@@ -197,7 +197,10 @@ class LocalStack:
     def training_logs(self, training_job_name: str) -> str:
         """Everything a training job wrote to CloudWatch Logs, oldest first."""
         logs = self.boto3_client("logs")
-        streams = logs.describe_log_streams(logGroupName=LOG_GROUP, logStreamNamePrefix=training_job_name)
+        try:
+            streams = logs.describe_log_streams(logGroupName=LOG_GROUP, logStreamNamePrefix=training_job_name)
+        except logs.exceptions.ResourceNotFoundException:
+            return ""
         lines: list[str] = []
         for stream in streams["logStreams"]:
             token = None

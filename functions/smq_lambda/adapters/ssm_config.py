@@ -38,12 +38,13 @@ def parse_pools(value: Any, *, source: str) -> dict[str, int]:
 
 
 class SsmConfigSource:
-    """The ConfigSource port. `provider` is a powertools SSMProvider (tests pass one on moto);
-    without it the powertools default provider is used, whose cache lives as long as the container."""
+    """The ConfigSource port over a powertools SSMProvider, whose cache lives as long as the
+    provider. Handlers build the provider with their other clients once per cold start, so its
+    client always points where theirs do (a process-global default would outlive a local stack)."""
 
-    def __init__(self, settings: Settings, provider: parameters.SSMProvider | None = None) -> None:
+    def __init__(self, settings: Settings, provider: parameters.SSMProvider) -> None:
         self._settings = settings
-        self._fetch: Callable[..., Any] = provider.get if provider is not None else parameters.get_parameter
+        self._fetch: Callable[..., Any] = provider.get
 
     def load(self) -> SchedulerConfig:
         name = self._settings.pools_parameter

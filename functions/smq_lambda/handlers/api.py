@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -186,7 +187,7 @@ def service_from_settings(settings: Settings) -> QueueService:
         raise ConfigError("SMQ_SCHEDULER_FUNCTION is not set: the API could not ask for scheduling passes")
     return QueueService(
         store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        config=SsmConfigSource(settings),
+        config=SsmConfigSource(settings, SSMProvider(boto3_client=boto3.client("ssm"))),
         trigger=LambdaSchedulerTrigger(settings.scheduler_function, boto3.client("lambda")),
         policy=SubmissionPolicy.from_settings(settings),
         admin_principals=settings.admin_principals,

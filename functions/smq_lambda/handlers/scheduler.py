@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.parser import ValidationError, parse
@@ -60,7 +61,7 @@ def default_scheduler() -> Scheduler:
     return Scheduler(
         store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
         training=SageMakerTrainingService(boto3.client("sagemaker")),
-        config=SsmConfigSource(settings),
+        config=SsmConfigSource(settings, SSMProvider(boto3_client=boto3.client("ssm"))),
         lease=DynamoPassLease(settings.table_name, dynamodb),
         clock=_now,
     )
