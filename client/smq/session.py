@@ -86,7 +86,8 @@ class QueueTrainingJobSession(Session):
             `priority` tag wins. None leaves the queue's default (0).
         poll_interval: seconds between looks at the queue while waiting.
         telemetry_opt_out: opt this session out of the SDK's usage telemetry (a request to a
-            public endpoint on every `fit()`); on by default so offline stacks stay offline.
+            public endpoint on every `fit()`); on by default so offline stacks stay offline. The
+            SDK validates a non-empty config on every lookup: a few seconds per estimator.
         api_client: an `SmqApiClient` to use instead of building one.
         sleep: how to wait between looks at the queue (tests move the queue on from it).
         **session_kwargs: passed to `sagemaker.session.Session` (`boto_session`,
@@ -226,16 +227,17 @@ class QueueTrainingJobSession(Session):
         deadline = time.monotonic() + timeout if timeout else None
         follower = _Follower(self, name, logs=logs)
         while True:
-            job = follower.look()
+            job = self.api.get_job(name)
             if job["state"] in TERMINAL_STATES:
                 break
+            follower.report(job)
             if deadline is not None and time.monotonic() > deadline:
                 print(f"Timeout Exceeded. {timeout} seconds elapsed.")
                 return self.describe_queue_job(name, job)
             self._sleep(self.poll_interval)
         if logs:
-            self._sleep(self.poll_interval)
-            follower.flush_logs(job, final=True)
+            self._sleep(self.poll_interval)  # CloudWatch gets the last lines a little after the end
+        follower.report(job, final=True)
         description = self.describe_queue_job(name, job)
         _print_billing(self._attempt_descriptions(job), job)
         check_finished(name, job, description)
@@ -262,9 +264,10 @@ class QueueTrainingJobSession(Session):
         description: dict[str, Any] = {k: copy.deepcopy(v) for k, v in request.items() if k not in _NOT_DESCRIBED}
         description.setdefault("ResourceConfig", _resource_config(job))
         account = _account_of(request.get("RoleArn")) or _account_of(job.get("owner")) or "000000000000"
+        partition = self.boto_session.get_partition_for_region(self.boto_region_name)
         description.update(
             TrainingJobName=name,
-            TrainingJobArn=f"arn:aws:sagemaker:{self.boto_region_name}:{account}:training-job/{name.lower()}",
+            TrainingJobArn=f"arn:{partition}:sagemaker:{self.boto_region_name}:{account}:training-job/{name.lower()}",
             CreationTime=parse_time(job.get("submitted_at")),
             LastModifiedTime=parse_time(job.get("updated_at")) or parse_time(job.get("submitted_at")),
             SecondaryStatusTransitions=[],
@@ -272,8 +275,7 @@ class QueueTrainingJobSession(Session):
         return description
 
     def _print_all_logs(self, job: Mapping[str, Any]) -> None:
-        follower = _Follower(self, str(job["name"]), logs=True)
-        follower.flush_logs(job, final=True)
+        _Follower(self, str(job["name"]), logs=True).flush_logs(job)
 
 
 class _Follower:
@@ -290,14 +292,19 @@ class _Follower:
         self._color = ColorWrap()
         self._logs_client = logs_client(session.boto_session) if logs else None
 
-    def look(self) -> Mapping[str, Any]:
-        job = self._session.api.get_job(self._name)
+    def report(self, job: Mapping[str, Any], *, final: bool = False) -> None:
+        """Say what happened since the last look, in the order it happened: the new log lines of
+        attempts already known, the queue's changes, SageMaker's status of the live attempt, then
+        the first lines of attempts that just started. `final`: the job has finished."""
+        known = {str(a["training_job_name"]) for a in (self._previous or {}).get("attempts") or ()}
+        self.flush_logs(job, only=known)
         for line in queue_changes(self._previous, job):
             print(f"{now_utc():%Y-%m-%d %H:%M:%S} Queue - {line}", flush=True)
         self._previous = job
-        self._report_attempt_status(job)
-        self.flush_logs(job, final=False)
-        return job
+        if not final:
+            self._report_attempt_status(job)
+        self.flush_logs(job)
+        self._retire_read_attempts(job, final=final)
 
     def _report_attempt_status(self, job: Mapping[str, Any]) -> None:
         """SageMaker's own secondary status messages for the live attempt, as the SDK prints them."""
@@ -312,18 +319,15 @@ class _Follower:
             print(secondary_training_status_message(description, previous), flush=True)
             self._descriptions[training_job_name] = description
 
-    def flush_logs(self, job: Mapping[str, Any], *, final: bool) -> None:
-        """Print new log events of every attempt not yet read to the end, oldest attempt first.
-
-        An attempt's streams are read once more on the look after it ended: CloudWatch delivers
-        the last lines a little after SageMaker reports the end.
-        """
+    def flush_logs(self, job: Mapping[str, Any], only: set[str] | None = None) -> None:
+        """Print the new log lines of every attempt still read (or those named in `only`), oldest
+        attempt first."""
         if self._logs_client is None:
             return
         instances = sum((job.get("demand") or {}).values()) or int(job.get("instances") or 1)
         for attempt in job.get("attempts") or ():
             training_job_name = str(attempt["training_job_name"])
-            if training_job_name in self._done:
+            if training_job_name in self._done or (only is not None and training_job_name not in only):
                 continue
             tail = self._tails.get(training_job_name)
             if tail is None:
@@ -331,11 +335,15 @@ class _Follower:
                     self._logs_client, training_job_name, instances, self._color
                 )
             tail.flush()
-            if final:
+
+    def _retire_read_attempts(self, job: Mapping[str, Any], *, final: bool) -> None:
+        """Stop reading an attempt one look after it ended: CloudWatch delivers the last lines a
+        little after SageMaker reports the end."""
+        for attempt in job.get("attempts") or ():
+            training_job_name = str(attempt["training_job_name"])
+            if final or training_job_name in self._ended_once:
                 self._done.add(training_job_name)
             elif attempt.get("ended_at"):
-                if training_job_name in self._ended_once:
-                    self._done.add(training_job_name)
                 self._ended_once.add(training_job_name)
 
 

@@ -5,7 +5,6 @@ deployed stack (`SMQ_STACK_NAME`). tests/client/test_end_to_end.py runs this fil
 """
 
 from sagemaker.pytorch import PyTorch
-
 from smq import QueueTrainingJobSession
 
 session = QueueTrainingJobSession(priority=5)  # the API URL comes from SMQ_API_URL or SMQ_STACK_NAME

@@ -49,7 +49,7 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "updated_at": timestamp(job.updated_at or job.submitted_at),
         "reason": job.reason,
         "position": entry.position,
-        "training_job_name": attempt.training_job_name if attempt is not None and attempt.is_open else None,
+        "training_job_name": attempt.training_job_name if attempt is not None else None,
         "attempts": [attempt_view(item) for item in job.attempts],
     }
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import botocore.exceptions
-
 from smq.logs import LOG_GROUP
+
 from tests.support.fakes import FakeTrainingService
 
 TRAINING_SECONDS = 60

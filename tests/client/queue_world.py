@@ -19,6 +19,7 @@ from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.scheduler import Scheduler
+
 from tests.support.fake_lease import InMemoryPassLease
 from tests.support.fakes import (
     FakeClock,
@@ -53,7 +54,12 @@ def training_request(name: str, *, priority: int | None = None, pool: str = POOL
 
 
 class QueueWorld:
-    """`with QueueWorld({"ml.m5.xlarge": 1}) as world:` — `world.url` is the API's base URL."""
+    """`with QueueWorld({"ml.m5.xlarge": 1}) as world:` — `world.url` is the API's base URL.
+
+    The handlers print their metrics (EMF lines) to stdout, which the CLI tests read, so each
+    invocation runs with stdout redirected; the client that called is blocked meanwhile, so
+    nothing else prints.
+    """
 
     def __init__(self, capacity: dict[str, int]) -> None:
         self.clock = FakeClock()
@@ -68,7 +74,13 @@ class QueueWorld:
             self.store, self.config, self.trigger, training=self.sagemaker, clock=self._tick
         )
         app = create_app(service)
-        self.front = ApiFront(lambda_handler(lambda: app))
+        handler = lambda_handler(lambda: app)
+
+        def quiet_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            with contextlib.redirect_stdout(io.StringIO()):
+                return handler(event, context)
+
+        self.front = ApiFront(quiet_handler)
 
     def __enter__(self) -> QueueWorld:
         self._handler_log_level = HANDLER_LOG.level
@@ -92,9 +104,7 @@ class QueueWorld:
         return self._pass({"source": "smq.api", "reason": "test"})
 
     def _pass(self, event: dict[str, Any]) -> dict[str, Any]:
-        """One scheduler invocation. Its per-pool metrics (`single_metric`, printed as EMF lines)
-        are kept off stdout, which the CLI tests read; the caller is blocked meanwhile, so nothing
-        else prints."""
+        """One scheduler invocation, its metrics kept off stdout (see `quiet_handler`)."""
         with contextlib.redirect_stdout(io.StringIO()):
             return handle(event, self.scheduler)
 

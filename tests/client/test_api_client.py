@@ -15,7 +15,6 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from moto import mock_aws
-
 from smq.api_client import SmqApiClient, discover_api_url, region_of
 from smq.errors import (
     AccessDenied,
@@ -28,6 +27,7 @@ from smq.errors import (
     SmqApiError,
 )
 from smq.local.api_front import ApiFront
+
 from tests.client.test_api_front import StubHandler
 
 STACK_URL = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"

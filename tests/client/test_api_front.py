@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import requests
 import yaml
-
 from smq.api_client import SmqApiClient
 from smq.local.api_front import ANONYMOUS, ROUTES, ApiFront, access_key_of
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from smq.cli import main as cli
 from smq.cli.format import describe_text, pools_table, short_owner, status_table
 from smq.jobs import waiting_explanation
+
 from tests.client.queue_world import POOL, QueueWorld, training_request
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

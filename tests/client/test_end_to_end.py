@@ -17,7 +17,6 @@ from typing import Any
 
 import boto3
 import pytest
-
 from smq import JobNotFound, QueueTrainingJobSession, TrainingQueue
 from smq.local.stack import REPOSITORY, LocalStack, LocalStackOptions, client_environment
 from smq.queue import training_request
@@ -141,7 +140,6 @@ def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
 
     helper.join(timeout=5)
     output = capsys.readouterr().out
-    open("/tmp/e2e_pre_out.txt", "w").write(output)
     assert submitted.is_set()
     assert "attempt 1 of patient is being preempted: preempted for urgent" in output
     assert "starting attempt 2 of patient" in output

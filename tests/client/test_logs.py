@@ -9,9 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from smq.logs import LOG_GROUP, AttemptLogs, logs_client
-
 
 NOW_MS = int(time.time() * 1000)
 """CloudWatch Logs refuses events older than 14 days."""

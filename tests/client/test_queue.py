@@ -6,9 +6,9 @@ from pathlib import Path
 
 import boto3
 import pytest
-
 from smq import TrainingQueue
 from smq.errors import AccessDenied, JobConflict, JobNotFound
+
 from tests.client.queue_world import BUCKET, POOL, ROLE, QueueWorld, training_request
 
 

@@ -20,10 +20,10 @@ from botocore.validate import ParamValidator
 from sagemaker import exceptions
 from sagemaker.pytorch import PyTorch
 from sagemaker.session import Session
-
 from smq.api_client import SmqApiClient
 from smq.errors import InvalidRequest, JobConflict
 from smq.session import QueueTrainingJobSession
+
 from tests.client.fake_sagemaker import TRAINING_SECONDS, FakeSageMakerClient, TrainingLogs
 from tests.client.queue_world import BUCKET, POOL, ROLE, QueueWorld, training_request
 
@@ -435,3 +435,19 @@ def test_fit_sends_telemetry_only_when_the_session_opts_back_in(
 
     assert len(sdk_telemetry_calls) == 1
     assert "estimator.fit" in sdk_telemetry_calls[0]
+
+
+def test_logs_for_a_finished_job_print_every_attempt_without_waiting(
+    world: QueueWorld, bucket: str, source_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = TrainingLogs(boto3.client("logs"))
+    session = make_session(world)
+    make_estimator(session, source_dir).fit(wait=False, job_name="finished")
+    logs.write(world.attempt_name("finished"), "epoch 1 done")
+    world.progress("finished", "InProgress", secondary_status="Training")
+    world.progress("finished", "Completed", secondary_status="Completed")
+
+    description = session.logs_for_job("finished")
+
+    assert "epoch 1 done" in capsys.readouterr().out
+    assert description["TrainingJobStatus"] == "Completed"

@@ -62,7 +62,14 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
                           aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
         s3.upload_file(str(archive), "smq-local", "code/up.tar.gz")
         client.add_job(process_request("up-job", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py"))
+        client.add_job(process_request("up-doomed", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py"))
         wait_for(client, "up-job", {"running"})
+        wait_for(client, "up-doomed", {"running"})
+        inject = [sys.executable, "-m", "smq.cli", "local", "inject", "fail", "up-doomed", "--workdir", str(workdir)]
+        injected = subprocess.run(inject, capture_output=True, text=True, timeout=60)
+        assert injected.returncode == 0, injected.stderr
+        assert "injected fail" in injected.stdout
+        assert "injected" in wait_for(client, "up-doomed", {"failed"}, timeout=30)["reason"]
         family = _children_once_spawned(up.pid)
 
         up.send_signal(signal.SIGINT)

@@ -102,3 +102,32 @@ def test_attempts_carry_the_queue_tags_and_one_checkpoint_location(stack: LocalS
     assert [t["Status"] for t in described["SecondaryStatusTransitions"]][-1] == "Completed"
     assert described["ResourceConfig"]["InstanceType"] == POOL
     assert len(job["training_job_name"]) <= 63
+
+
+def test_an_injected_instance_failure_fails_the_job(stack: LocalStack, client: SmqApiClient) -> None:
+    client.add_job(synthetic_request("doomed", duration=60))
+    wait_for(client, "doomed", {"running"})
+
+    stack.inject("doomed", "fail")
+
+    job = wait_for(client, "doomed", FINISHED, timeout=30)
+    assert job["state"] == "failed"
+    assert "injected" in job["reason"]
+
+
+def test_a_spot_interruption_is_sagemakers_to_recover_and_stays_one_attempt(stack: LocalStack, client: SmqApiClient) -> None:
+    request = synthetic_request("spot", duration=3)
+    request["EnableManagedSpotTraining"] = True
+    request["StoppingCondition"] = {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 1200}
+    client.add_job(request)
+    running = wait_for(client, "spot", {"running"})
+
+    stack.inject("spot", "interrupt")
+
+    job = wait_for(client, "spot", FINISHED, timeout=60)
+    assert job["state"] == "completed"
+    assert len(job["attempts"]) == 1
+    transitions = stack.boto3_client("sagemaker").describe_training_job(TrainingJobName=running["training_job_name"])[
+        "SecondaryStatusTransitions"
+    ]
+    assert "Interrupted" in [transition["Status"] for transition in transitions]
