@@ -106,11 +106,15 @@ def current_attempt(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def last_training_job_name(job: Mapping[str, Any]) -> str | None:
-    """The current attempt's SageMaker name, else the last attempt's (finished jobs)."""
-    if job.get("training_job_name"):
-        return str(job["training_job_name"])
+    """The SageMaker name of the latest attempt, live or ended; None before the first start."""
     attempt = current_attempt(job)
-    return str(attempt["training_job_name"]) if attempt else None
+    return str(attempt["training_job_name"]) if attempt else job.get("training_job_name")
+
+
+def live_training_job_name(job: Mapping[str, Any]) -> str | None:
+    """The SageMaker name of the attempt that holds instances now, if any."""
+    attempt = current_attempt(job)
+    return str(attempt["training_job_name"]) if attempt and not attempt.get("ended_at") else None
 
 
 def instances_text(job: Mapping[str, Any]) -> str:

@@ -59,7 +59,7 @@ class QueuedJob:
 
     @property
     def training_job_name(self) -> str | None:
-        """The SageMaker name of the current attempt, if one exists."""
+        """The SageMaker name of the latest attempt, live or ended; None before the first start."""
         return self._job.get("training_job_name")
 
     @property

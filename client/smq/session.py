@@ -308,10 +308,11 @@ class _Follower:
 
     def _report_attempt_status(self, job: Mapping[str, Any]) -> None:
         """SageMaker's own secondary status messages for the live attempt, as the SDK prints them."""
-        training_job_name = job.get("training_job_name")
-        if not training_job_name:
+        attempt = current_attempt(job)
+        if attempt is None or attempt.get("ended_at"):
             return
-        description = self._session._describe_attempt(str(training_job_name))
+        training_job_name = str(attempt["training_job_name"])
+        description = self._session._describe_attempt(training_job_name)
         if description is None:
             return
         previous = self._descriptions.get(training_job_name)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from smq_lambda.adapters.item_codec import (
@@ -17,6 +19,7 @@ from smq_lambda.adapters.item_codec import (
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY, Attempt, Job, order_key, scheduling_order
 from smq_lambda.domain.states import JobState
+from smq_lambda.errors import InvalidRequest
 
 from tests.adapters.builders import G5, P5, T0, job
 
@@ -77,6 +80,22 @@ def test_page_tokens_round_trip_and_are_url_safe() -> None:
 
     assert decode_page_token(token) == key
     assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+@pytest.mark.parametrize("after", ["\ud800", "x", "", "00000001#not-a-time#job", 7])
+def test_a_forged_cursor_is_refused_before_it_reaches_dynamodb(after: object) -> None:
+    forged = base64.urlsafe_b64encode(json.dumps({"v": 1, "after": after}).encode()).decode()
+
+    with pytest.raises(InvalidRequest) as refused:
+        decode_page_token(forged)
+
+    assert refused.value.field == "next_token"
+
+
+@given(st.integers(MIN_PRIORITY, MAX_PRIORITY), TIMES, NAMES)
+def test_every_order_key_passes_the_cursor_check(priority: int, submitted: datetime, name: str) -> None:
+    key = order_key(priority, submitted, name)
+    assert decode_page_token(encode_page_token(key)) == key
 
 
 @st.composite

@@ -34,6 +34,7 @@ class RacingStore(InMemoryJobStore):
         if self.races > 0:
             self.races -= 1
             current = self.get(job.name)
+            assert current is not None
             super().save(self.competing(current, self.clock()), expected_version=current.version)
         return super().save(job, expected_version=expected_version)
 
@@ -77,7 +78,8 @@ def test_a_job_that_keeps_changing_is_a_conflict() -> None:
 
     with pytest.raises(VersionConflict):
         service.change_priority("job", 7, ALICE)
-    assert store.get("job").priority == 0
+    stored = store.get("job")
+    assert stored is not None and stored.priority == 0
 
 
 def test_through_the_api_a_job_that_keeps_changing_answers_409() -> None:

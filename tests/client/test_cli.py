@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import socket
 import sys
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ import pytest
 from smq.cli import main as cli
 from smq.cli.format import describe_text, pools_table, short_owner, status_table
 from smq.jobs import waiting_explanation
+from smq.local.api_front import ApiFront
 
 from tests.client.queue_world import POOL, QueueWorld, training_request
 
@@ -62,8 +64,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def rows(output: str) -> list[list[str]]:
     """The table's data rows, split on runs of two or more spaces."""
-    import re
-
     lines = output.strip().splitlines()
     return [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
 
@@ -239,10 +239,11 @@ def test_describe_a_pending_job(busy: QueueWorld, capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "--api-url", busy.url, "describe", "third")
 
     assert code == 0
-    assert "State:     pending" in out
-    assert (
-        "Waiting:   position 2 in ml.m5.xlarge: 1 job of higher priority ahead; 1 of 1 instances in use, needs 1"
-        in out
+    assert re.search(r"^State:\s+pending$", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^Waiting:\s+position 2 in ml.m5.xlarge: 1 job of higher priority ahead; 1 of 1 instances in use, needs 1$",
+        out,
+        flags=re.MULTILINE,
     )
     assert "Attempts: none yet" in out
 
@@ -256,7 +257,8 @@ def test_describe_a_preempted_job_shows_both_attempts(busy: QueueWorld, capsys: 
     code, out, _ = run(capsys, "--api-url", busy.url, "describe", "running-job")
 
     assert code == 0
-    assert "State:     pending" in out
+    assert re.search(r"^State:\s+pending$", out, flags=re.MULTILINE)
+    assert "SageMaker job:" not in out
     attempts = rows(out.split("Attempts:\n", 1)[1])
     assert [(row[0], row[1], row[5]) for row in attempts] == [("1", first, "preempted")]
     assert busy.job("third").state == "starting" and second_attempt.startswith("third-")
@@ -443,3 +445,14 @@ def test_without_the_local_extra_smq_local_says_what_to_install(
 
     assert code == 2
     assert "pip install 'smq[local]'" in err
+
+
+def test_a_failing_api_exits_1_saying_so(capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(_event: dict[str, Any], _context: Any) -> dict[str, Any]:
+        raise RuntimeError("handler bug")
+
+    with ApiFront(broken) as front:
+        code, _, err = run(capsys, "pools", "--api-url", front.url)
+
+    assert code == 1
+    assert err == "smq: error: the API failed (502): Internal server error\n"

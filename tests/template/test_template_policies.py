@@ -114,10 +114,12 @@ def test_sagemaker_actions_limited_to_training_jobs(translated: dict[str, Any]) 
         assert arns == ({"*"} if action in UNSCOPABLE else {TRAINING_JOBS}), action
 
 
-def test_api_function_cannot_touch_sagemaker_or_pass_roles(translated: dict[str, Any]) -> None:
+def test_api_function_only_reads_sagemaker_and_cannot_pass_roles(translated: dict[str, Any]) -> None:
     grants = granted(translated, function_role(translated, "ApiFunction"))
-    assert {action.split(":")[0] for action in grants} == {"dynamodb", "ssm", "lambda"}
+    assert {action.split(":")[0] for action in grants} == {"dynamodb", "ssm", "lambda", "sagemaker"}
     assert grants["lambda:InvokeFunction"] == {resolve("SchedulerFunction", "Arn")}
+    sagemaker = {action: arns for action, arns in grants.items() if action.startswith("sagemaker:")}
+    assert sagemaker == {"sagemaker:DescribeTrainingJob": {TRAINING_JOBS}, "sagemaker:ListTrainingJobs": {"*"}}
 
 
 @pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction"])

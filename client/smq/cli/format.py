@@ -9,7 +9,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from smq.jobs import describe_age, instances_text, parse_time, state_since
+from smq.jobs import describe_age, instances_text, live_training_job_name, parse_time, state_since
 
 STATUS_HEADERS = (
     "Job Name",
@@ -98,8 +98,9 @@ def describe_text(job: Mapping[str, Any], now: datetime, waiting: str | None = N
     ]
     if job["state"] == "pending":
         fields.append(("Waiting", waiting or f"position {job.get('position')} in {job['pool']}"))
-    if job.get("training_job_name"):
-        fields.append(("SageMaker job", job["training_job_name"]))
+    live = live_training_job_name(job)
+    if live:
+        fields.append(("SageMaker job", live))
     width = max(len(label) for label, _ in fields) + 2
     lines = [f"{label + ':':<{width}}{value}" for label, value in fields]
     attempts = job.get("attempts") or []

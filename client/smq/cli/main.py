@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except SmqApiError as exc:
-        _error(f"refused ({exc.status}): {exc}")
+        _error(f"{'refused' if exc.status < 500 else 'the API failed'} ({exc.status}): {exc}")
         return EXIT_REFUSED
     except (UsageError, ApiUrlNotFound) as exc:
         _error(str(exc))

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Attempt, Job, order_key
+from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Job, order_key
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 
@@ -131,7 +131,7 @@ def decode_page_token(token: str) -> str:
     if not isinstance(payload, dict) or payload.get("v") != _TOKEN_VERSION:
         raise _bad_token()
     after = payload.get("after")
-    if not isinstance(after, str) or not after:
+    if not isinstance(after, str) or not ORDER_KEY_PATTERN.fullmatch(after):
         raise _bad_token()
     return after
 

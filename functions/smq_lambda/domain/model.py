@@ -96,6 +96,10 @@ def scheduling_order(priority: int, submitted_at: datetime, name: str) -> tuple[
     return (-priority, submitted_at, name)
 
 
+ORDER_KEY_PATTERN = re.compile(r"\d{8}#\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z#[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+"""What `order_key` produces; a page token's cursor must look like one before it reaches DynamoDB."""
+
+
 def order_key(priority: int, submitted_at: datetime, name: str) -> str:
     """`scheduling_order` as a string that DynamoDB sorts the same way (for the index sort keys)."""
     inverted = MAX_PRIORITY - priority

@@ -20,7 +20,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -207,11 +207,11 @@ handler: Handler = lambda_handler(default_app)
 def _count(name: str, **dimensions: str) -> None:
     """One CloudWatch metric (EMF), written at once: nothing is kept between invocations, so
     requests served concurrently in one process (the local API front) cannot mix their metrics."""
-    with single_metric(
-        name=name, unit=MetricUnit.Count, value=1, namespace=NAMESPACE, default_dimensions={"service": "smq"}
-    ) as metric:
-        for key, value in dimensions.items():
-            metric.add_dimension(name=key, value=value)
+    metric = EphemeralMetrics(namespace=NAMESPACE, service="smq")
+    for key, value in dimensions.items():
+        metric.add_dimension(name=key, value=value)
+    metric.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    metric.flush_metrics()
 
 
 def _json(status: int, body: Mapping[str, Any]) -> Response:

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from smq_lambda.domain.model import (
     ATTEMPT_TAG,
@@ -160,7 +160,7 @@ def _priority_in_range(value: int, field: str) -> int:
     return value
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     """JSON integers only: `true` and `2.0` are not instance counts or priorities."""
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -244,9 +244,9 @@ def _check_checkpoint(value: object) -> None:
 
 
 def _check_count(value: object, field: str) -> int:
-    if not _is_int(value) or not 1 <= value <= MAX_INSTANCE_COUNT:
-        raise _broken(field, f"must be an integer from 1 to {MAX_INSTANCE_COUNT}")
-    return value
+    if _is_int(value) and 1 <= value <= MAX_INSTANCE_COUNT:
+        return value
+    raise _broken(field, f"must be an integer from 1 to {MAX_INSTANCE_COUNT}")
 
 
 def is_instance_type(value: str) -> bool:
