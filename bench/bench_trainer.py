@@ -7,7 +7,8 @@ machine:
    write with fsync, which runs on a background thread) and load time (read, SHA-256 check,
    deserialise, load into model/optimizer/schedule);
 2. ``trainer/train.py`` step time with checkpoints off and at the default interval
-   (hparams.DEFAULT_CHECKPOINT_EVERY_SECONDS), each run long enough to cross that interval;
+   (hparams.DEFAULT_CHECKPOINT_EVERY_SECONDS): the second run goes on until a few steps after
+   its first checkpoint, the first as many steps;
 3. the time from SIGTERM (sent mid-step) to "checkpoint saved" and to process exit.
 
 Two runs minutes apart on a shared machine differ by a few percent whatever they do, so besides
@@ -22,8 +23,6 @@ Usage: ``.venv/bin/python bench/bench_trainer.py`` (``make bench-trainer``). Abo
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import re
 import signal
@@ -32,7 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,22 +104,49 @@ def time_save_and_load(args: argparse.Namespace, workdir: Path) -> dict[str, flo
     }
 
 
-@dataclass(frozen=True)
+@dataclass
 class Run:
     """One training run, step by step (``--log-every 1``: each line times exactly one step)."""
 
-    metrics: dict
-    step_seconds: dict[int, float]
-    checkpoints: list[set[int]]
+    batch_size: int
+    step_seconds: dict[int, float] = field(default_factory=dict)
+    checkpoints: list[set[int]] = field(default_factory=list)
     """For each periodic checkpoint, the steps that ran while it was snapshotted or written."""
+
+    def read(self, line: str) -> None:
+        if match := _STEP_LINE.match(line):
+            self.step_seconds[int(match.group(1))] = self.batch_size / float(match.group(2))
+        elif (match := _SAVED_LINE.match(line)) and self.step_seconds:
+            # Saving the state of step S blocks step S+1 for the snapshot; the background write
+            # overlaps S+1 and every step logged before "checkpoint saved", and maybe the next one.
+            saved = int(match.group(1))
+            self.checkpoints.append(set(range(saved + 1, max(self.step_seconds) + 2)))
+
+    @property
+    def last_step(self) -> int:
+        return max(self.step_seconds, default=0)
+
+    @property
+    def steady(self) -> list[float]:
+        return [seconds for step, seconds in self.step_seconds.items() if step > WARMUP_STEPS]
 
     @property
     def mean_step(self) -> float:
-        return statistics.fmean(seconds for step, seconds in self.step_seconds.items() if step > WARMUP_STEPS)
+        return statistics.fmean(self.steady)
+
+    @property
+    def samples_per_sec(self) -> float:
+        return self.batch_size * len(self.steady) / sum(self.steady)
+
+    @property
+    def periodic(self) -> list[set[int]]:
+        """Checkpoints taken while training went on (not the one SIGTERM takes at the end)."""
+        overlapped = (steps & self.step_seconds.keys() for steps in self.checkpoints)
+        return [steps for steps in overlapped if steps]
 
     @property
     def overlapping(self) -> list[int]:
-        return sorted(set().union(*self.checkpoints))
+        return sorted(step for steps in self.periodic for step in steps)
 
     @property
     def extra_seconds(self) -> float:
@@ -129,7 +156,7 @@ class Run:
         steps either side of a checkpoint ran under the same conditions it did.
         """
         extra = 0.0
-        for steps in self.checkpoints:
+        for steps in self.periodic:
             window = range(min(steps) - NEIGHBOURS, max(steps) + NEIGHBOURS + 1)
             neighbours = [
                 self.step_seconds[step]
@@ -141,31 +168,33 @@ class Run:
         return extra
 
 
-def training_run(args: argparse.Namespace, workdir: Path, steps: int, extra: list[str]) -> Run:
+def training_run(
+    args: argparse.Namespace, workdir: Path, extra: list[str], enough: Callable[[Run], bool], limit_seconds: float
+) -> Run:
+    """Train until ``enough`` says so, then stop the trainer the way smq would: SIGTERM.
+
+    Ending on a condition rather than a step count keeps the runs right however fast the machine
+    happens to be while they run.
+    """
     command = [
         sys.executable, str(TRAIN_SCRIPT), *trainer_args(args, workdir),
-        "--max-steps", str(steps), "--log-every", "1", *extra,
+        "--max-steps", "1000000", "--log-every", "1", *extra,
     ]  # fmt: skip
-    output = subprocess.run(command, cwd=REPO, check=True, capture_output=True, text=True, env=_clean_env()).stdout
-    metrics = json.loads((workdir / "model" / "metrics.json").read_text())
-    return parse_run(output.splitlines(), metrics, args.batch_size, steps)
-
-
-def parse_run(output: list[str], metrics: dict, batch_size: int, steps: int) -> Run:
-    step_seconds: dict[int, float] = {}
-    checkpoints: list[set[int]] = []
-    for line in output:
-        if match := _STEP_LINE.match(line):
-            step_seconds[int(match.group(1))] = batch_size / float(match.group(2))
-        elif (match := _SAVED_LINE.match(line)) and int(match.group(1)) < steps:
-            # Saving the state of step S blocks step S+1 for the snapshot; the background write
-            # overlaps S+1 and every step logged before "checkpoint saved", and maybe the next one.
-            saved = int(match.group(1))
-            last = max(step_seconds) + 1
-            checkpoints.append({step for step in range(saved + 1, last + 1) if step <= steps})
-    for overlapped in checkpoints:
-        overlapped.intersection_update(step_seconds)
-    return Run(metrics, step_seconds, [overlapped for overlapped in checkpoints if overlapped])
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True, env=_clean_env())
+    assert process.stdout is not None
+    run = Run(args.batch_size)
+    deadline = time.monotonic() + limit_seconds
+    signalled = False
+    for line in process.stdout:
+        run.read(line)
+        if not signalled and (enough(run) or time.monotonic() > deadline):
+            process.send_signal(signal.SIGTERM)
+            signalled = True
+    if process.wait() != 0:
+        raise RuntimeError(f"trainer exited {process.returncode}")
+    if not enough(run):
+        raise RuntimeError(f"gave up after {limit_seconds:.0f} s: the run did not get far enough")
+    return run
 
 
 def sigterm_latency(args: argparse.Namespace, workdir: Path, step_seconds: float) -> dict[str, float]:
@@ -213,17 +242,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
         root = Path(tmp)
         timing = time_save_and_load(args, root / "timing")
-        steps = math.ceil((interval + args.margin_seconds) / timing["step_s"])
-        print(
-            f"training runs: {steps} steps each (~{steps * timing['step_s']:.0f} s; checkpoint interval {interval:.0f} s)"
+        print(f"training runs: until {NEIGHBOURS} steps after the first checkpoint (interval {interval:.0f} s)")
+        limit = 4 * interval
+        default = training_run(
+            args,
+            root / "default",
+            [],
+            lambda run: bool(run.checkpoints) and run.last_step >= max(run.checkpoints[0]) + NEIGHBOURS,
+            limit,
         )
-        baseline = training_run(args, root / "baseline", steps, ["--checkpoint-every-seconds", "0"])
-        default = training_run(args, root / "default", steps, [])
+        baseline = training_run(
+            args,
+            root / "baseline",
+            ["--checkpoint-every-seconds", "0"],
+            lambda run: run.last_step >= default.last_step,
+            limit,
+        )
         latency = sigterm_latency(args, root / "sigterm", timing["step_s"])
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
-    base_rate, rate = baseline.metrics["samples_per_sec"], default.metrics["samples_per_sec"]
-    total = sum(default.step_seconds.values())
+    base_rate, rate = baseline.samples_per_sec, default.samples_per_sec
+    total = sum(default.steady)
     cost = default.extra_seconds / total
     rows = [
         ("checkpoint file", f"{timing['checkpoint_mb']:.1f} MB", ""),
@@ -234,8 +273,8 @@ def main() -> None:
         (f"mean step, checkpoint every {interval:.0f} s", f"{default.mean_step * 1000:.0f} ms", f"{default.mean_step / baseline.mean_step:.4f} x baseline"),
         ("throughput, no checkpoints", f"{base_rate:.2f} samples/s", "baseline"),
         (f"throughput, checkpoint every {interval:.0f} s", f"{rate:.2f} samples/s", f"{rate / base_rate:.4f} x baseline"),
-        ("checkpoints in that run", str(default.metrics["checkpoints_written"]), f"steps overlapping them: {default.overlapping}"),
-        ("  their extra time within the run", f"{default.extra_seconds * 1000:.0f} ms", f"{cost * 100:.2f} % of {total:.0f} s"),
+        ("checkpoints in that run", str(len(default.periodic)), f"steps overlapping them: {default.overlapping}"),
+        ("  their extra time within the run", f"{default.extra_seconds * 1000:.0f} ms", f"{cost * 100:.2f} % of {total:.0f} s, {len(default.steady)} steps"),
         ("SIGTERM to checkpoint saved", f"{latency['to_saved_s']:.2f} s", "signal mid-step: rest of the step + save"),
         ("SIGTERM to process exit", f"{latency['to_exit_s']:.2f} s", ""),
     ]  # fmt: skip

@@ -92,8 +92,15 @@ class StopRequest:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
 
+    def install(self) -> StopRequest:
+        """For the rest of the process: a second SIGTERM while a stopped trainer tears down
+        (which takes a second or so) must not turn its clean exit into death by signal."""
+        signal.signal(signal.SIGTERM, self._handle)
+        return self
+
     @contextmanager
     def installed(self) -> Iterator[StopRequest]:
+        """For the duration of an in-process call (tests, benchmarks), then the previous handler."""
         previous = signal.signal(signal.SIGTERM, self._handle)
         try:
             yield self
@@ -507,27 +514,27 @@ class Trainer:
         log(f"checkpoint saved: step {saved.step} in {saved.seconds:.2f} s ({saved.path.name})")
 
 
-def run(hp: argparse.Namespace, placement: topology.Placement) -> int:
+def run(hp: argparse.Namespace, placement: topology.Placement, stop: StopRequest) -> int:
     """Train as one process of the job; returns the exit status."""
     if hp.threads:
         torch.set_num_threads(hp.threads)
-    with StopRequest().installed() as stop:
-        device = pick_device(placement)
-        group = Group.join(placement, device)
-        try:
-            return Trainer(hp, placement, group, device).run(stop)
-        finally:
-            group.leave()
+    device = pick_device(placement)
+    group = Group.join(placement, device)
+    try:
+        return Trainer(hp, placement, group, device).run(stop)
+    finally:
+        group.leave()
 
 
 def _spawned(local_rank: int, hp: argparse.Namespace, launch: topology.LaunchPlan) -> None:
+    stop = StopRequest().install()
     topology.export(launch, local_rank)
-    status = run(hp, launch.placement(local_rank))
+    status = run(hp, launch.placement(local_rank), stop)
     if status:
         sys.exit(status)
 
 
-def spawn_local_processes(hp: argparse.Namespace, launch: topology.LaunchPlan) -> int:
+def spawn_local_processes(hp: argparse.Namespace, launch: topology.LaunchPlan, stop: StopRequest) -> int:
     """One process per local rank; SIGTERM to this parent is passed on so every rank saves and exits."""
     context = torch.multiprocessing.start_processes(
         _spawned, args=(hp, launch), nprocs=len(launch.local_ranks), join=False, start_method="spawn"
@@ -539,6 +546,8 @@ def spawn_local_processes(hp: argparse.Namespace, launch: topology.LaunchPlan) -
                 os.kill(process.pid, signum)
 
     previous = signal.signal(signal.SIGTERM, forward)
+    if stop.requested:  # arrived before the children existed
+        forward(signal.SIGTERM, None)
     try:
         while not context.join():
             pass
@@ -547,16 +556,21 @@ def spawn_local_processes(hp: argparse.Namespace, launch: topology.LaunchPlan) -
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, stop: StopRequest | None = None) -> int:
+    """Entry point. ``stop`` is the StopRequest the script installed for the life of the process;
+    in-process callers leave it out and get one installed for the duration of the call."""
+    if stop is None:
+        with StopRequest().installed() as stop:
+            return main(argv, stop)
     hp = hparams.parse(sys.argv[1:] if argv is None else argv, os.environ)
     launch = topology.plan(os.environ, hp.nproc_per_host)
     if len(launch.local_ranks) > 1:
-        return spawn_local_processes(hp, launch)
+        return spawn_local_processes(hp, launch, stop)
     local_rank = launch.local_ranks[0]
     if launch.world_size > 1:
         topology.export(launch, local_rank)
-    return run(hp, launch.placement(local_rank))
+    return run(hp, launch.placement(local_rank), stop)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(stop=StopRequest().install()))

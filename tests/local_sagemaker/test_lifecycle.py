@@ -36,6 +36,18 @@ def test_a_job_passes_through_every_phase_and_emits_an_event_for_each(synthetic:
     assert "FailureReason" not in description
 
 
+def test_a_completed_synthetic_job_reports_its_model_artifacts(synthetic: Stack, aws_env: dict[str, str]) -> None:
+    name = unique("artifacts")
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1))
+
+    description = synthetic.wait(name)
+
+    uri = description["ModelArtifacts"]["S3ModelArtifacts"]
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    assert key.endswith(f"{name}/output/model.tar.gz")
+    assert aws("s3", aws_env).head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
+
+
 def test_describe_echoes_the_request(synthetic: Stack) -> None:
     name = unique("echo")
     request = synthetic_job(name, duration=30, EnableManagedSpotTraining=True,

@@ -74,6 +74,8 @@ def preempted(tmp_path_factory: pytest.TempPathFactory) -> Preempted:
         live.wait_for(rf"^step={SIGNAL_AFTER_STEP} loss=", timeout=120)
         live.process.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
+        live.wait_for(r"^SIGTERM: ", timeout=60)
+        live.process.send_signal(signal.SIGTERM)  # a supervisor repeating itself while the trainer exits
         status, output = live.finish(timeout=60)
         seconds_to_exit = time.monotonic() - signalled
     finally:

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
+from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -39,6 +40,10 @@ logger = logging.getLogger(__name__)
 
 class MissingEndpointError(RuntimeError):
     """A job needs a service the local stack did not configure."""
+
+
+TRANSFER_ERRORS = (Boto3Error, BotoCoreError, ClientError, MissingEndpointError, ValueError, OSError, tarfile.TarError)
+"""What moving files between a job and S3 can raise; a job that hits one fails with the reason."""
 
 
 class AwsServices:

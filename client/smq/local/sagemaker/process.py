@@ -14,7 +14,6 @@ import shutil
 import signal as signals
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from collections import deque
@@ -23,14 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from boto3.exceptions import Boto3Error
-from botocore.exceptions import BotoCoreError, ClientError
 
 from smq.local.sagemaker import contract
 from smq.local.sagemaker.aws import (
     AwsServices,
     LogStream,
-    MissingEndpointError,
+    TRANSFER_ERRORS,
     download_prefix,
     join_s3_uri,
     pack_directory,
@@ -45,8 +42,6 @@ FAILURE_REASON_LIMIT = 1024  # the FailureReason shape's maximum length
 _TAIL_LINES = 20
 _PUMP_JOIN_SECONDS = 5.0
 _ONLY_EXITED = frozenset(s for s in Signal if s is not Signal.EXITED)
-_TRANSFER_ERRORS = (Boto3Error, BotoCoreError, ClientError, MissingEndpointError, ValueError,
-                    OSError, tarfile.TarError)
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +83,7 @@ class ProcessExecutor:
                     stat = path.stat()
                     relative = path.relative_to(paths.checkpoint_dir).as_posix()
                     run.synced[relative] = (stat.st_size, stat.st_mtime_ns)
-        except _TRANSFER_ERRORS as exc:
+        except TRANSFER_ERRORS as exc:
             raise JobFailure(f"ClientError: Data download failed: {exc}") from exc
 
     def train(self, run: JobRun) -> TrainResult:
@@ -131,7 +126,7 @@ class ProcessExecutor:
         try:
             upload_directory(self._aws.s3(), run.paths.checkpoint_dir, checkpoint["S3Uri"],
                              run.synced)
-        except _TRANSFER_ERRORS:
+        except TRANSFER_ERRORS:
             logger.warning("could not upload the checkpoints of %s", run.name, exc_info=True)
 
     def upload_model(self, run: JobRun) -> str | None:
@@ -145,7 +140,7 @@ class ProcessExecutor:
                 pack_directory(source, archive)
                 bucket, key = split_s3_uri(join_s3_uri(output, name))
                 self._aws.s3().upload_file(str(archive), bucket, key)
-        except _TRANSFER_ERRORS as exc:
+        except TRANSFER_ERRORS as exc:
             raise JobFailure(f"ClientError: Unable to upload the model artifacts: {exc}") from exc
         return join_s3_uri(output, "model.tar.gz")
 

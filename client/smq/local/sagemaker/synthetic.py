@@ -8,14 +8,16 @@ continuously, so an interrupted job resumes where it was.
 
 from __future__ import annotations
 
+import io
+import tarfile
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from smq.local.sagemaker.aws import AwsServices
+from smq.local.sagemaker.aws import TRANSFER_ERRORS, AwsServices, join_s3_uri, split_s3_uri
 from smq.local.sagemaker.contract import decode_hyperparameters
 from smq.local.sagemaker.errors import ValidationError
-from smq.local.sagemaker.runtime import JobRun, PhaseTimings, Signal, TrainResult
+from smq.local.sagemaker.runtime import JobFailure, JobRun, PhaseTimings, Signal, TrainResult
 
 DURATION = "smq_synthetic_duration"
 OUTCOME = "smq_synthetic_outcome"
@@ -87,4 +89,14 @@ class SyntheticExecutor:
         """Nothing to upload: progress is the checkpoint, and it lives in `run`."""
 
     def upload_model(self, run: JobRun) -> str | None:
-        return None
+        """An empty model.tar.gz where SageMaker puts the model, so a synthetic job reports
+        ModelArtifacts like any other (the SageMaker SDK's `model_data` reads it)."""
+        uri = join_s3_uri(run.request["OutputDataConfig"]["S3OutputPath"], run.name, "output", "model.tar.gz")
+        archive = io.BytesIO()
+        tarfile.open(fileobj=archive, mode="w:gz").close()
+        bucket, key = split_s3_uri(uri)
+        try:
+            self._aws.s3().put_object(Bucket=bucket, Key=key, Body=archive.getvalue())
+        except TRANSFER_ERRORS as exc:
+            raise JobFailure(f"ClientError: Unable to upload the model artifacts: {exc}") from exc
+        return uri
