@@ -106,11 +106,7 @@ class RankShare(Sampler[int]):
 
 
 def batches(
-    dataset: Dataset[tuple[torch.Tensor, int]],
-    share: RankShare,
-    num_workers: int,
-    pin_memory: bool,
-    seed: int,
+    dataset: Dataset[tuple[torch.Tensor, int]], share: RankShare, num_workers: int, pin_memory: bool, seed: int
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Endless batches for this rank.
 

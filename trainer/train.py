@@ -46,21 +46,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing
 import torch.nn.functional as F
-from checkpoint_store import (
-    BackgroundWriter,
-    CheckpointStore,
-    CorruptCheckpoint,
-    Saved,
-    snapshot,
-)
+from checkpoint_store import BackgroundWriter, CheckpointStore, CorruptCheckpoint, Saved, snapshot
 from safetensors.torch import save as safetensors_bytes
-from sample_stream import (
-    RankShare,
-    ShuffledImageFolder,
-    SyntheticImages,
-    batches,
-    derive_seed,
-)
+from sample_stream import RankShare, ShuffledImageFolder, SyntheticImages, batches, derive_seed
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -208,12 +196,7 @@ def build_model(hp: argparse.Namespace, num_classes: int) -> torch.nn.Module:
         if getattr(hp, name) is not None
     }
     return timm.create_model(
-        hp.model,
-        pretrained=False,
-        num_classes=num_classes,
-        img_size=hp.img_size,
-        drop_path_rate=hp.drop_path,
-        **size,
+        hp.model, pretrained=False, num_classes=num_classes, img_size=hp.img_size, drop_path_rate=hp.drop_path, **size
     )
 
 
@@ -225,10 +208,7 @@ def build_optimizer(model: torch.nn.Module, hp: argparse.Namespace) -> torch.opt
     no_decay: list[torch.nn.Parameter] = []
     for name, parameter in model.named_parameters():
         (no_decay if parameter.ndim <= 1 or name in skip else decay).append(parameter)
-    groups = [
-        {"params": decay, "weight_decay": hp.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+    groups = [{"params": decay, "weight_decay": hp.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=hp.lr)
 
 

@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from trainer_support import (
-    TINY,
-    TRAIN_SCRIPT,
-    LiveProcess,
-    checkpoint_store,
-    clean_env,
-    file_bytes,
-    run_to_completion,
-)
+from trainer_support import TINY, TRAIN_SCRIPT, LiveProcess, checkpoint_store, clean_env, file_bytes, run_to_completion
 
 pytestmark = pytest.mark.slow
 

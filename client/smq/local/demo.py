@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,7 +114,7 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
-def summarize(job: dict[str, Any], logs_of: Any) -> Summary:
+def summarize(job: dict[str, Any], logs_of: Callable[[str], str]) -> Summary:
     """Attempts, time waiting and running, and the steps each resumed attempt had to redo."""
     waiting = running = 0.0
     ready = _time(job["submitted_at"])

@@ -91,15 +91,12 @@ class EventRouter:
     ) -> None:
         self._handler = handler
         self._function_name = function_name
-        self._reconcile_every = reconcile_every_seconds
         self._chaos = chaos or Chaos()
         self._random = random.Random(self._chaos.seed)
         self._queue: list[tuple[float, int, dict[str, Any], int]] = []
         self._order = itertools.count()
         self._cv = threading.Condition()
         self._stopping = False
-        self._busy = False
-        self._delivered = 0
         self._server = ThreadingHTTPServer((host, port), self._http_handler())
         self._server.daemon_threads = True
         self._threads = [
@@ -107,16 +104,16 @@ class EventRouter:
             threading.Thread(target=self._deliver_forever, name="smq-event-router", daemon=True),
         ]
         if reconcile_every_seconds:
-            self._threads.append(threading.Thread(target=self._reconcile_forever, name="smq-reconcile", daemon=True))
+            self._threads.append(
+                threading.Thread(
+                    target=self._reconcile_forever, args=(reconcile_every_seconds,), name="smq-reconcile", daemon=True
+                )
+            )
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
-
-    @property
-    def delivered(self) -> int:
-        return self._delivered
 
     def start(self) -> None:
         for thread in self._threads:
@@ -137,17 +134,6 @@ class EventRouter:
             heapq.heappush(self._queue, (time.monotonic() + delay, next(self._order), event, attempt))
             self._cv.notify_all()
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Block until no event is queued or being handled; True if that happened in time."""
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while self._queue or self._busy:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cv.wait(min(remaining, 0.1))
-        return True
-
     def shutdown(self) -> None:
         with self._cv:
             self._stopping = True
@@ -166,24 +152,17 @@ class EventRouter:
                 if self._stopping:
                     return
                 _, _, event, attempt = heapq.heappop(self._queue)
-                self._busy = True
             try:
                 self._handler(event, LambdaContext.for_function(self._function_name))
-                self._delivered += 1
             except Exception:
                 log.exception("scheduler failed on %s (attempt %d)", _describe(event), attempt)
                 if attempt < MAX_ATTEMPTS:
                     self._enqueue(event, RETRY_DELAY_SECONDS, attempt + 1)
-            finally:
-                with self._cv:
-                    self._busy = False
-                    self._cv.notify_all()
 
-    def _reconcile_forever(self) -> None:
-        assert self._reconcile_every is not None
+    def _reconcile_forever(self, every_seconds: float) -> None:
         while True:
             with self._cv:
-                if self._cv.wait_for(lambda: self._stopping, timeout=self._reconcile_every):
+                if self._cv.wait_for(lambda: self._stopping, timeout=every_seconds):
                     return
             self.publish(scheduled_event())
 

@@ -217,11 +217,6 @@ class LocalStack:
                 token = page.get("nextForwardToken")
         return "\n".join(lines)
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Wait until the router has no event queued or in flight."""
-        assert self._router is not None, "the stack is not running"
-        return self._router.wait_idle(timeout)
-
     # ------------------------------------------------------------------ internals
 
     def _start_moto(self) -> None:
