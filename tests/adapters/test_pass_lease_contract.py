@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-
 from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
 from smq_lambda.ports import PassLease
+
 from tests.support.fake_lease import InMemoryPassLease
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)

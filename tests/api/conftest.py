@@ -9,15 +9,16 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.handlers.api import create_app, lambda_handler
+from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import SubmissionPolicy
+
 from tests.api.builders import ADMIN, CHECKPOINT_PREFIX, POOLS, ROLE, TABLE
 from tests.api.gateway import ApiGateway
 from tests.support.aws import create_queue_table, use_test_credentials
 from tests.support.fakes import FakeClock, FakeConfigSource, RecordingTrigger
+
 
 @pytest.fixture(scope="module")
 def moto_dynamodb() -> Iterator[Any]:
@@ -85,8 +86,8 @@ def service(
 
 
 @pytest.fixture
-def api(service: QueueService) -> ApiGateway:
-    app = create_app(service)
+def api(service: QueueService, dynamodb: Any) -> ApiGateway:
+    app = create_app(service, idempotency_store(TABLE, dynamodb))
     return ApiGateway(lambda_handler(lambda: app))
 
 

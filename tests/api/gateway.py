@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, cast
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -26,6 +25,7 @@ from openapi_core import OpenAPI
 from openapi_core.exceptions import OpenAPIError
 from openapi_core.templating.paths.exceptions import PathError
 from openapi_core.testing import MockRequest, MockResponse
+from smq.local.lambda_context import LambdaContext as LocalLambdaContext
 
 from tests.api.builders import ALICE
 
@@ -42,16 +42,8 @@ _FIXTURES = {
     ("GET", "/pools"): "list_pools.json",
 }
 
-LAMBDA_CONTEXT = cast(
-    LambdaContext,
-    SimpleNamespace(
-        function_name="smq-api",
-        memory_limit_in_mb=512,
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:smq-api",
-        aws_request_id="0b8ac6e2-6f6a-4a4e-9d43-2a5b3c4d5e6f",
-    ),
-)
-"""What powertools' Logger reads from the Lambda context."""
+LAMBDA_CONTEXT = cast(LambdaContext, LocalLambdaContext(function_name="smq-api", timeout_seconds=3600))
+"""What powertools' Logger and Idempotency read from the Lambda context."""
 
 NO_BODY = object()
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from smq_lambda.adapters.item_codec import encode_page_token
+
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
 from tests.api.gateway import LAMBDA_CONTEXT, ApiGateway, api_event, check_exchange
 from tests.support.fakes import FakeClock

@@ -9,11 +9,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import attempt_name
 from smq_lambda.handlers.api import MAX_BODY_BYTES
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
+
 from tests.api.builders import (
     ADMIN,
     ALICE,
@@ -333,3 +333,26 @@ def test_an_unknown_route_is_not_found(api: ApiGateway) -> None:
     reply = api.request("GET", "/queues", unknown_route_ok=True)
 
     assert (reply.status, reply.field) == (404, None)
+
+
+def test_a_retried_add_job_gets_the_first_answer_and_queues_nothing_new(api: ApiGateway, trigger: RecordingTrigger) -> None:
+    request = training_request("retried", priority=3)
+    first = api.add(request)
+    kicks = len(trigger.kicks)
+
+    again = api.add(request)
+
+    assert (first.status, again.status) == (202, 202)
+    assert again.body == first.body
+    assert len(trigger.kicks) == kicks, "a replay does no work"
+    assert names(api.list_jobs(state="all").body) == ["retried"]
+
+
+def test_the_same_name_with_another_request_or_caller_is_still_a_conflict(api: ApiGateway) -> None:
+    api.add(training_request("taken", priority=3))
+
+    changed = api.add(training_request("taken", priority=4))
+    other_caller = api.add(training_request("taken", priority=3), caller=BOB)
+
+    assert (changed.status, changed.body["field"]) == (409, "TrainingJobName")
+    assert (other_caller.status, other_caller.body["field"]) == (409, "TrainingJobName")

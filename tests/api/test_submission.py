@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-
 from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.submission import MAX_INSTANCE_COUNT, SubmissionPolicy, check_priority, new_job
 from smq_lambda.settings import Settings
+
 from tests.api.builders import ALICE, G5, OTHER_ROLE, P5, POOLS, ROLE, instance_groups, replaced, training_request
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

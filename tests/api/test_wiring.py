@@ -14,8 +14,8 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
-
 from smq_lambda.handlers import api
+
 from tests.api.gateway import LAMBDA_CONTEXT, check_exchange, load_event
 from tests.support.aws import create_queue_table, use_test_credentials
 

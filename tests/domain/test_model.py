@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from smq_lambda.domain.model import (
     MAX_PRIORITY,
     MIN_PRIORITY,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from smq_lambda.domain.states import (
     ACTIVE_STATES,
     LIVE_STATES,

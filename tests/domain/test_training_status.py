@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState

@@ -13,10 +13,10 @@ from pathlib import Path
 import boto3
 import psutil
 import pytest
-
 from smq import SmqApiClient
 from smq.local.demo import run_demo
 from smq.local.stack import read_state
+
 from tests.e2e.local import process_request, wait_for
 from tests.e2e.test_process_executor import STUBBORN
 

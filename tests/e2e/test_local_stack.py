@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-
 from smq import JobConflict, SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
+
 from tests.e2e.local import POOL, synthetic_request, wait_for
 
 FINISHED = {"completed", "failed", "cancelled"}

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
+
 from tests.e2e.local import POOL, process_request, synthetic_request, upload_source, wait_for
 
 GRACE_SECONDS = 3.0

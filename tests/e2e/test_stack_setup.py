@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from smq import SmqApiClient
 from smq.local.event_router import Chaos
 from smq.local.stack import TEMPLATE, LocalStack, LocalStackOptions
+
 from tests.e2e.local import POOL, synthetic_request, wait_for
 
 FINISHED = {"completed", "failed", "cancelled"}

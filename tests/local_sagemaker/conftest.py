@@ -15,7 +15,6 @@ from typing import Any
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
-
 from smq.local.sagemaker import LocalSageMaker, PhaseTimings
 
 SCRIPTS = Path(__file__).parent / "scripts"

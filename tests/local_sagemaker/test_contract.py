@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from conftest import job_request
-
 from smq.local.sagemaker import ValidationError
 from smq.local.sagemaker.contract import (
     JobPaths,

@@ -13,7 +13,6 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from conftest import Stack, run_threads, synthetic_job, unique
-
 from smq.local.sagemaker import FaultRejected, request_fault
 
 

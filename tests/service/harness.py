@@ -12,6 +12,7 @@ from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.ports import JobStore
 from smq_lambda.service.scheduler import Scheduler
+
 from tests.support.fake_lease import InMemoryPassLease
 from tests.support.fakes import FakeClock, FakeConfigSource, FakeTrainingService, InMemoryJobStore
 

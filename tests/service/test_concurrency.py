@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 
 import boto3
 import pytest
-
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.scheduler import Scheduler
+
 from tests.service.harness import queued_job
 from tests.support.aws import create_queue_table, moto_server
 from tests.support.fakes import FakeConfigSource, FakeTrainingService

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
+
 from tests.service.harness import World, queued_job
 
 CAPACITY = {"A": 2, "B": 3}

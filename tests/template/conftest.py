@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from smq.local.template import load_template
+
 from tests.template.template_support import OPENAPI_PATH, REQUIRED_PARAMETERS, TEMPLATE_PATH, translate
 
 

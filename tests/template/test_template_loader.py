@@ -10,7 +10,6 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-
 from smq.local.template import (
     TemplateError,
     evaluate,
@@ -19,6 +18,7 @@ from smq.local.template import (
     ssm_parameters,
     table_definition,
 )
+
 from tests.template.template_support import REQUIRED_PARAMETERS, TEMPLATE_PATH
 
 CONTRACT_VARIABLES = {

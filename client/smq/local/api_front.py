@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from smq.local.event_router import LambdaContext
+from smq.local.lambda_context import LambdaContext
 
 log = logging.getLogger("smq.local.api")
 

@@ -26,6 +26,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from smq.local.lambda_context import LambdaContext
+
 log = logging.getLogger("smq.local.events")
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -43,24 +45,6 @@ class Chaos:
     max_delay_seconds: float = 0.0
     """Each event waits a random time up to this before delivery, so events overtake each other."""
     seed: int = 0
-
-
-@dataclass
-class LambdaContext:
-    """The attributes powertools reads from a Lambda context."""
-
-    function_name: str
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = ""
-    invoked_function_arn: str = ""
-
-    @classmethod
-    def for_function(cls, name: str) -> LambdaContext:
-        return cls(
-            function_name=name,
-            aws_request_id=str(uuid.uuid4()),
-            invoked_function_arn=f"arn:aws:lambda:us-east-1:000000000000:function:{name}",
-        )
 
 
 def scheduled_event() -> dict[str, Any]:

@@ -15,13 +15,20 @@ from functools import cache
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
@@ -49,6 +56,9 @@ NAMESPACE = "smq"
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES
 MAX_TOKEN_LENGTH = 512
+REPLAY_WINDOW_SECONDS = 600
+"""An identical add-job from the same caller within this window is answered from the first one."""
+REPLAY_CONFIG = IdempotencyConfig(expires_after_seconds=REPLAY_WINDOW_SECONDS)
 """Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
 far below DynamoDB's 1 KB limit on a sort key value."""
 DEFAULT_LIMIT = 50
@@ -62,19 +72,22 @@ through, so only a local front without signing produces it."""
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def create_app(service: QueueService) -> APIGatewayRestResolver:
-    """The routes of openapi.yaml over `service` (tests inject one built on fakes or moto)."""
+def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | None = None) -> APIGatewayRestResolver:
+    """The routes of openapi.yaml over `service` (tests inject one built on fakes or moto).
+
+    With an `idempotency_store`, an add-job that repeats one of the same caller within
+    REPLAY_WINDOW_SECONDS gets the first answer again instead of a 409 for its own job: a client
+    that timed out and retried learns what happened to its first try."""
     app = APIGatewayRestResolver()
+
+    submit = _submission(service, idempotency_store)
 
     @app.post("/add-job")
     def add_job() -> Response:
         request = _json_body(app.current_event)
         if isinstance(request, dict) and isinstance(request.get("TrainingJobName"), str):
             logger.append_keys(job=request["TrainingJobName"])
-        entry = service.submit(request, _caller(app.current_event))
-        _count("JobsSubmitted", pool=entry.job.pool)
-        logger.info("job queued", extra={"priority": entry.job.priority, "position": entry.position})
-        return _json(202, job_view(entry))
+        return _json(202, submit(submission={"caller": _caller(app.current_event), "request": request}))
 
     @app.get("/jobs")
     def list_jobs() -> Response:
@@ -143,6 +156,10 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
         field = "TrainingJobName" if app.current_event.http_method.upper() == "POST" else "name"
         return rejected(409, field, exc.message)
 
+    @app.exception_handler(IdempotencyAlreadyInProgressError)
+    def replay_in_flight(exc: IdempotencyAlreadyInProgressError) -> Response:
+        return rejected(409, "TrainingJobName", "an identical request is being processed; retry in a moment")
+
     @app.exception_handler(VersionConflict)
     def raced(exc: VersionConflict) -> Response:
         return rejected(409, "name", f"{exc}; it kept changing while this request ran, try again")
@@ -168,6 +185,18 @@ def create_app(service: QueueService) -> APIGatewayRestResolver:
     return app
 
 
+def _submission(service: QueueService, store: BasePersistenceLayer | None) -> Callable[..., dict[str, Any]]:
+    def submit(submission: dict[str, Any]) -> dict[str, Any]:
+        entry = service.submit(submission["request"], submission["caller"])
+        _count("JobsSubmitted", pool=entry.job.pool)
+        logger.info("job queued", extra={"priority": entry.job.priority, "position": entry.position})
+        return job_view(entry)
+
+    if store is None:
+        return submit
+    return idempotent_function(data_keyword_argument="submission", persistence_store=store, config=REPLAY_CONFIG)(submit)
+
+
 def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
     """A Lambda entry point for the app `build_app` returns, with powertools logging (the job name
     as a key) and tracing around it."""
@@ -175,6 +204,7 @@ def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
     @tracer.capture_lambda_handler
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
     def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        REPLAY_CONFIG.register_lambda_context(context)
         return build_app().resolve(event, context)
 
     return entry
@@ -198,7 +228,14 @@ def service_from_settings(settings: Settings) -> QueueService:
 @cache
 def default_app() -> APIGatewayRestResolver:
     """Built on the first invocation of a cold start, from the environment the template sets."""
-    return create_app(service_from_settings(Settings.from_env()))
+    settings = Settings.from_env()
+    return create_app(service_from_settings(settings), idempotency_store(settings.table_name, boto3.client("dynamodb")))
+
+
+def idempotency_store(table_name: str, client: Any) -> DynamoDBPersistenceLayer:
+    """Replay records live in the queue table: their keys (`<function>#<hash>`) can never be job
+    names, they carry no index attributes, and the table's TTL attribute removes them."""
+    return DynamoDBPersistenceLayer(table_name=table_name, key_attr="name", expiry_attr="expires_at", boto3_client=client)
 
 
 handler: Handler = lambda_handler(default_app)

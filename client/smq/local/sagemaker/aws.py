@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import boto3
-from botocore.config import Config
 from boto3.exceptions import Boto3Error
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"

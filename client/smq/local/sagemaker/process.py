@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-
 from smq.local.sagemaker import contract
 from smq.local.sagemaker.aws import (
+    TRANSFER_ERRORS,
     AwsServices,
     LogStream,
-    TRANSFER_ERRORS,
     download_prefix,
     join_s3_uri,
     pack_directory,
