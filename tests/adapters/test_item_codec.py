@@ -17,7 +17,15 @@ from smq_lambda.adapters.item_codec import (
     to_item,
 )
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY, Attempt, Job, order_key, scheduling_order
+from smq_lambda.domain.model import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    TRAINING_JOB_NAME_PATTERN,
+    Attempt,
+    Job,
+    order_key,
+    scheduling_order,
+)
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
 
@@ -92,7 +100,7 @@ def test_a_forged_cursor_is_refused_before_it_reaches_dynamodb(after: object) ->
     assert refused.value.field == "next_token"
 
 
-@given(st.integers(MIN_PRIORITY, MAX_PRIORITY), TIMES, NAMES)
+@given(st.integers(MIN_PRIORITY, MAX_PRIORITY), TIMES, st.from_regex(TRAINING_JOB_NAME_PATTERN, fullmatch=True))
 def test_every_order_key_passes_the_cursor_check(priority: int, submitted: datetime, name: str) -> None:
     key = order_key(priority, submitted, name)
     assert decode_page_token(encode_page_token(key)) == key

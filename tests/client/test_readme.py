@@ -14,7 +14,7 @@ from smq.cli import main as cli
 from tests.client.queue_world import POOL, QueueWorld
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-README = REPOSITORY / "docs" / "readme" / "client.md"
+README = REPOSITORY / "README.md"
 EXAMPLES = REPOSITORY / "examples" / "client"
 
 
