@@ -32,6 +32,7 @@ def started_at(job: dict, number: int) -> datetime:
     return datetime.fromisoformat(job["attempts"][number - 1]["started_at"].replace("Z", "+00:00"))
 
 
+@pytest.mark.slow
 def test_seed_scenario(stack: LocalStack, client: SmqApiClient) -> None:
     client.add_job(synthetic_request("seed-job1", priority=1, duration=8))
     client.add_job(synthetic_request("seed-job2", priority=2, duration=6))
@@ -115,6 +116,7 @@ def test_an_injected_instance_failure_fails_the_job(stack: LocalStack, client: S
     assert "injected" in job["reason"]
 
 
+@pytest.mark.slow
 def test_a_spot_interruption_is_sagemakers_to_recover_and_stays_one_attempt(stack: LocalStack, client: SmqApiClient) -> None:
     request = synthetic_request("spot", duration=3)
     request["EnableManagedSpotTraining"] = True

@@ -73,6 +73,7 @@ def test_cancel_sends_sigterm_and_a_graceful_job_ends_at_once(stack: LocalStack,
     assert "got SIGTERM" in stack.training_logs(cancelled["attempts"][-1]["training_job_name"])
 
 
+@pytest.mark.slow
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(stack: LocalStack, tmp_path: Path) -> None:
     client = SmqApiClient(stack.api_url, region="us-east-1")
     client.add_job(process_request("stubborn", priority=0, source_uri=_source(stack, tmp_path, "stubborn", STUBBORN), program="main.py"))

@@ -14,6 +14,7 @@ from tests.e2e.local import POOL, synthetic_request, wait_for
 FINISHED = {"completed", "failed", "cancelled"}
 
 
+@pytest.mark.slow
 def test_lost_duplicated_and_late_events_are_repaired(tmp_path: Path) -> None:
     chaos = Chaos(duplicate=0.5, drop=0.3, max_delay_seconds=0.5, seed=3)
     options = LocalStackOptions(
