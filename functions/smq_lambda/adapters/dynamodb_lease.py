@@ -23,10 +23,6 @@ DEFAULT_DURATION = timedelta(minutes=5)
 """Longer than the scheduler function's timeout, so a live holder never loses the lease."""
 
 
-def _condition_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
 class DynamoPassLease:
     def __init__(self, table_name: str, client: Any, duration: timedelta = DEFAULT_DURATION) -> None:
         self._table = table_name
@@ -34,73 +30,50 @@ class DynamoPassLease:
         self._duration = duration
 
     def try_acquire(self, owner: str, now: datetime) -> bool:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=LEASE_KEY,
-                UpdateExpression="SET lease_owner = :owner, lease_until = :until REMOVE rerun",
-                ConditionExpression="attribute_not_exists(lease_owner) OR lease_until < :now",
-                ExpressionAttributeValues={
-                    ":owner": {"S": owner},
-                    ":until": {"N": str(int((now + self._duration).timestamp()))},
-                    ":now": {"N": str(int(now.timestamp()))},
-                },
-            )
-        except ClientError as exc:
-            if _condition_failed(exc):
-                return False
-            raise
-        return True
-
-    def request_rerun(self) -> None:
-        self._client.update_item(
-            TableName=self._table,
-            Key=LEASE_KEY,
-            UpdateExpression="SET rerun = :yes",
-            ExpressionAttributeValues={":yes": {"BOOL": True}},
+        return self._update(
+            "SET lease_owner = :owner, lease_until = :until REMOVE rerun",
+            condition="attribute_not_exists(lease_owner) OR lease_until < :now",
+            values={
+                ":owner": {"S": owner},
+                ":until": {"N": str(int((now + self._duration).timestamp()))},
+                ":now": {"N": str(int(now.timestamp()))},
+            },
         )
 
+    def request_rerun(self) -> None:
+        self._update("SET rerun = :yes", values={":yes": {"BOOL": True}})
+
     def release(self, owner: str) -> bool:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=LEASE_KEY,
-                UpdateExpression="REMOVE lease_owner, lease_until",
-                ConditionExpression="lease_owner = :owner AND attribute_not_exists(rerun)",
-                ExpressionAttributeValues={":owner": {"S": owner}},
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise
-            return not self._take_rerun(owner)
-        return True
+        if self._update(
+            "REMOVE lease_owner, lease_until",
+            condition="lease_owner = :owner AND attribute_not_exists(rerun)",
+            values={":owner": {"S": owner}},
+        ):
+            return True
+        # Either a rerun was requested (clear it and keep the lease: the caller runs again), or the
+        # lease expired and another pass holds it now, which covers the rerun.
+        took_rerun = self._update("REMOVE rerun", condition="lease_owner = :owner", values={":owner": {"S": owner}})
+        return not took_rerun
 
     def abandon(self, owner: str) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=LEASE_KEY,
-                UpdateExpression="REMOVE lease_owner, lease_until",
-                ConditionExpression="lease_owner = :owner",
-                ExpressionAttributeValues={":owner": {"S": owner}},
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise
+        self._update(
+            "REMOVE lease_owner, lease_until", condition="lease_owner = :owner", values={":owner": {"S": owner}}
+        )
 
-    def _take_rerun(self, owner: str) -> bool:
-        """Clear a requested rerun while still holding the lease; False if the lease was lost
-        (it expired and another pass holds it now, which covers the rerun)."""
+    def _update(self, expression: str, *, condition: str | None = None, values: dict[str, Any]) -> bool:
+        """One UpdateItem of the lease item; False when its condition did not hold."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": LEASE_KEY,
+            "UpdateExpression": expression,
+            "ExpressionAttributeValues": values,
+        }
+        if condition is not None:
+            request["ConditionExpression"] = condition
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=LEASE_KEY,
-                UpdateExpression="REMOVE rerun",
-                ConditionExpression="lease_owner = :owner",
-                ExpressionAttributeValues={":owner": {"S": owner}},
-            )
+            self._client.update_item(**request)
         except ClientError as exc:
-            if _condition_failed(exc):
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
             raise
         return True
