@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from smq.local.api_front import ApiFront
 
 from tests.client.queue_world import POOL, QueueWorld
+from tests.client.stub_api import StubHandler
 from tests.support.aws import moto_server, use_test_credentials
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -98,3 +100,14 @@ def isolated_home(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+
+
+@pytest.fixture
+def stub() -> StubHandler:
+    return StubHandler()
+
+
+@pytest.fixture
+def front(stub: StubHandler) -> Iterator[ApiFront]:
+    with ApiFront(stub) as running:
+        yield running

@@ -28,20 +28,9 @@ from smq.errors import (
 )
 from smq.local.api_front import ApiFront
 
-from tests.client.test_api_front import StubHandler
+from tests.client.stub_api import StubHandler
 
 STACK_URL = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod"
-
-
-@pytest.fixture
-def stub() -> StubHandler:
-    return StubHandler()
-
-
-@pytest.fixture
-def front(stub: StubHandler) -> Iterator[ApiFront]:
-    with ApiFront(stub) as running:
-        yield running
 
 
 def alice() -> boto3.Session:

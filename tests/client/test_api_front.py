@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -13,36 +11,10 @@ import yaml
 from smq.api_client import SmqApiClient
 from smq.local.api_front import ANONYMOUS, ROUTES, ApiFront, access_key_of
 
+from tests.client.stub_api import StubHandler
+
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
-
-
-class StubHandler:
-    """Records each event and context, answers with whatever the test set."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.contexts: list[Any] = []
-        self.response: dict[str, Any] = {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
-        self.fail = False
-
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        self.events.append(event)
-        self.contexts.append(context)
-        if self.fail:
-            raise RuntimeError("handler bug")
-        return self.response
-
-
-@pytest.fixture
-def stub() -> StubHandler:
-    return StubHandler()
-
-
-@pytest.fixture
-def front(stub: StubHandler) -> Iterator[ApiFront]:
-    with ApiFront(stub) as running:
-        yield running
 
 
 def test_a_signed_request_becomes_a_rest_proxy_event_with_the_callers_identity(

@@ -23,6 +23,8 @@ import boto3
 import requests
 from moto.server import ThreadedMotoServer
 
+from smq.api_client import SmqApiClient
+from smq.errors import JobNotFound
 from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq.local.event_router import Chaos, EventRouter
@@ -344,11 +346,12 @@ def _reset_handler_caches() -> None:
 
 
 def training_job_for(api_url: str, job: str) -> str:
-    """The SageMaker name of a queue job's current attempt; other names are taken as they are."""
-    response = requests.get(f"{api_url}/jobs/{job}", timeout=10)
-    if response.status_code == 200 and response.json().get("training_job_name"):
-        return str(response.json()["training_job_name"])
-    return job
+    """The SageMaker name of a queue job's latest attempt; other names are taken as they are."""
+    try:
+        name = SmqApiClient(api_url, region=REGION).get_job(job).get("training_job_name")
+    except JobNotFound:
+        return job
+    return str(name or job)
 
 
 def read_state(workdir: Path) -> dict[str, Any]:
