@@ -14,11 +14,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Two workers, one test file each at a time (module-scoped local stacks stay in one process).
+PYTEST := $(PY) -m pytest -n 2 --dist loadfile
+
 test: setup lint
-	$(PY) -m pytest
+	$(PYTEST)
 
 test-fast: setup
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -m "not slow"
+	HYPOTHESIS_PROFILE=fast $(PYTEST) -m "not slow"
 
 lint: setup
 	$(VENV)/bin/cfn-lint template.yaml

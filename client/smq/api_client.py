@@ -3,6 +3,10 @@
 Requests are signed with botocore's signer (service `execute-api`) from a boto3 session's
 credentials and sent with `requests`; the API's 4xx answers come back as the typed errors of
 `smq.errors`. The API URL is found the way every smq entry point finds it (`discover_api_url`).
+
+Throttling (429), a failing or timed-out gateway (502, 503, 504) and connection errors are retried
+with exponential backoff by urllib3's `Retry` on the session, honouring `Retry-After`, so that a
+`fit()` polling for hours rides out a short outage.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import botocore.exceptions
 import requests
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+from urllib3.util.retry import Retry
 
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqError, api_error
 
@@ -29,7 +36,48 @@ SERVICE = "execute-api"
 API_URL_ENV = "SMQ_API_URL"
 STACK_NAME_ENV = "SMQ_STACK_NAME"
 API_URL_OUTPUT = "ApiUrl"
+MAX_RETRIES_ENV = "SMQ_API_MAX_RETRIES"
 _EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+
+RETRIED_STATUSES = frozenset({429, 502, 503, 504})
+"""Throttled, or the API did not get to answer: API Gateway's rate limit, the API's own 503 when AWS
+throttles it, a Lambda that failed or timed out behind the gateway."""
+RETRIED_METHODS = frozenset({"GET", "POST", "PATCH", "DELETE"})
+"""Every method the API has. A retried add-job is safe: the API answers an identical add-job from
+the same caller within 10 minutes with the first one's answer (powertools Idempotency). Setting a
+priority twice sets it once, and cancelling a job already being cancelled changes nothing."""
+DEFAULT_MAX_RETRIES = 6
+DEFAULT_BACKOFF_SECONDS = 0.5
+"""Waits of 0, 1, 2, 4, 8 and 16 s: about half a minute of outage ridden out before giving up."""
+MAX_BACKOFF_SECONDS = 30.0
+
+
+def retry_policy(max_retries: int, backoff_seconds: float = DEFAULT_BACKOFF_SECONDS) -> Retry:
+    """What the client retries, and how long it waits: exponential backoff, or the `Retry-After` the
+    API (or API Gateway) sent. The last answer is returned, not raised, so its message is kept."""
+    return Retry(
+        total=max_retries,
+        allowed_methods=RETRIED_METHODS,
+        status_forcelist=RETRIED_STATUSES,
+        backoff_factor=backoff_seconds,
+        backoff_max=MAX_BACKOFF_SECONDS,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def max_retries_from(env: Mapping[str, str]) -> int:
+    """`SMQ_API_MAX_RETRIES` (0 gives up at the first failure, as scripts may want), else the default."""
+    text = env.get(MAX_RETRIES_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_MAX_RETRIES
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise SmqError(f"{MAX_RETRIES_ENV} must be a whole number of retries (0 or more), not {text!r}")
+    return value
 
 
 def discover_api_url(
@@ -86,6 +134,9 @@ class SmqApiClient:
     Credentials are read on every call, so refreshing credentials (assumed roles, SSO) keep working
     in a long `fit()`. Without any credentials the request goes unsigned: API Gateway refuses it,
     the local stack takes it as `local-anonymous`.
+
+    `max_retries` (default: `SMQ_API_MAX_RETRIES`, else 6) and `backoff_seconds` shape the retries
+    (see `retry_policy`); they are mounted on `http`, a session of the caller's or a new one.
     """
 
     def __init__(
@@ -97,6 +148,8 @@ class SmqApiClient:
         region: str | None = None,
         timeout: float = 30.0,
         http: requests.Session | None = None,
+        max_retries: int | None = None,
+        backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     ) -> None:
         self.boto_session = boto_session or boto3.Session(region_name=region)
         self.url = discover_api_url(api_url, stack_name=stack_name, boto_session=self.boto_session)
@@ -105,7 +158,11 @@ class SmqApiClient:
             raise SmqError("no AWS region to sign requests for: pass --region or set AWS_REGION")
         self.region: str = resolved_region
         self.timeout = timeout
+        self.max_retries = max_retries_from(os.environ) if max_retries is None else max_retries
         self._http = http or requests.Session()
+        retrying = HTTPAdapter(max_retries=retry_policy(self.max_retries, backoff_seconds))
+        for scheme in ("https://", "http://"):
+            self._http.mount(scheme, retrying)
 
     # ------------------------------------------------------------------ operations
 
@@ -194,7 +251,10 @@ class SmqApiClient:
                 method, request.url, data=request.data, headers=dict(request.headers.items()), timeout=self.timeout
             )
         except requests.RequestException as exc:
-            raise ApiUnreachable(f"cannot reach the smq API at {self.url}: {_reason(exc, self.timeout)}") from exc
+            reason = _reason(exc, self.timeout)
+            if _retries_ran_out(exc) and self.max_retries:
+                reason += f" ({_gave_up(self.max_retries)})"
+            raise ApiUnreachable(f"cannot reach the smq API at {self.url}: {reason}") from exc
         log.debug("%s %s -> %s", method, request.url, response.status_code)
         if response.status_code >= 400:
             raise _error_from(response)
@@ -220,12 +280,31 @@ def _error_from(response: requests.Response) -> Exception:
     if not message:
         text = response.text.strip()
         message = text[:200] if text else f"HTTP {response.status_code} {response.reason or ''}".strip()
+    retries = _retries_made(response)
+    if retries and response.status_code in RETRIED_STATUSES:
+        message = f"{message} ({_gave_up(retries)}; last answer HTTP {response.status_code})"
     return api_error(response.status_code, str(message), field)
+
+
+def _retries_made(response: requests.Response) -> int:
+    """How many times urllib3 retried before this answer (the `Retry` it returns it with)."""
+    retries = getattr(response.raw, "retries", None)
+    return len(retries.history) if isinstance(retries, Retry) else 0
+
+
+def _retries_ran_out(exc: requests.RequestException) -> bool:
+    """requests wraps urllib3's MaxRetryError, raised once every retry was spent."""
+    return bool(exc.args) and isinstance(exc.args[0], MaxRetryError)
+
+
+def _gave_up(retries: int) -> str:
+    return f"gave up after retrying {retries} time{'s' if retries != 1 else ''}"
 
 
 def _reason(exc: requests.RequestException, timeout: float) -> str:
     """`Connection refused`, not urllib3's nested retry text around it."""
-    if isinstance(exc, requests.Timeout):
+    cause = exc.args[0].reason if _retries_ran_out(exc) else exc
+    if isinstance(exc, requests.Timeout) or isinstance(cause, ReadTimeoutError):
         return f"no answer within {timeout:g} s"
     match = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
-    return match.group(1).strip() if match else str(exc)
+    return match.group(1).strip() if match else str(cause)

@@ -1,5 +1,5 @@
 """Python API quick start: the queue from code, shaped like the SDK's AWS Batch TrainingQueue
-(docs/readme/client.md). tests/client/test_end_to_end.py runs this file unchanged against
+(README.md, "The client"). tests/client/test_end_to_end.py runs this file unchanged against
 `smq local up --executor synthetic`.
 """
 

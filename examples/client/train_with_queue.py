@@ -1,4 +1,4 @@
-"""Data-scientist quick start: `estimator.fit()` through the smq queue (docs/readme/client.md).
+"""Data-scientist quick start: `estimator.fit()` through the smq queue (README.md, "The client").
 
 Run from the repository root against `smq local up` (after exporting the variables it prints) or a
 deployed stack (`SMQ_STACK_NAME`). tests/client/test_end_to_end.py runs this file unchanged.

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.governance.policy import Policy
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
@@ -19,14 +20,18 @@ class JobPage:
 
 
 class JobStore(Protocol):
-    """The queue table. Every write is conditional; a lost race raises VersionConflict."""
+    """The queue table. Every write is conditional; a lost race raises VersionConflict. DynamoDB
+    throttled or out of reach raises ServiceUnavailable (nothing known to have changed)."""
 
     def create(self, job: Job) -> Job:
-        """Insert a new job (version 1). Replaces a finished job of that name; an unfinished one
-        raises JobConflict."""
+        """Insert a new job (version 1); an unfinished job of that name raises JobConflict. A finished
+        one stays readable under its own id until its TTL (`get(name, job_id=...)`), and the new job
+        lists it first in `earlier_job_ids`."""
         ...
 
-    def get(self, name: str) -> Job | None: ...
+    def get(self, name: str, *, job_id: str | None = None) -> Job | None:
+        """The newest job of the name; with `job_id`, that job, newest or earlier."""
+        ...
 
     def save(self, job: Job, *, expected_version: int) -> Job:
         """Write `job` (whose version is expected_version + 1) if the stored version is still
@@ -62,6 +67,25 @@ class TrainingJobStatus:
     failure_reason: str | None = None
     tags: Mapping[str, str] | None = None
     end_time: datetime | None = None
+    secondary_status_transitions: tuple[Mapping[str, Any], ...] = ()
+    """SageMaker's secondary status history, oldest first: the governance rules count spot
+    interruptions and training time from it, so a duplicate or late report counts nothing twice."""
+    training_time_seconds: int | None = None
+    """TrainingTimeInSeconds, once SageMaker reports one (at the end of the training job)."""
+
+    def description(self) -> dict[str, Any]:
+        """This report in DescribeTrainingJob's shape, which the governance rules read (an event's
+        detail and DescribeTrainingJob share it)."""
+        described: dict[str, Any] = {
+            "TrainingJobName": self.name,
+            "TrainingJobStatus": self.status,
+            "SecondaryStatus": self.secondary_status,
+            "FailureReason": self.failure_reason,
+            "SecondaryStatusTransitions": [dict(transition) for transition in self.secondary_status_transitions],
+        }
+        if self.training_time_seconds is not None:
+            described["TrainingTimeInSeconds"] = self.training_time_seconds
+        return described
 
 
 class TrainingService(Protocol):
@@ -85,6 +109,63 @@ class TrainingService(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PoolUsage:
+    pool: str
+    capacity: int | None
+    """None: an instance type with no pool while unpooled types are unlimited."""
+    in_use: int
+    """Instances held by live queue jobs plus training jobs started outside the queue."""
+    pending: int
+
+
+@dataclass(frozen=True)
+class PoolUsageReport:
+    """What one scheduling pass measured, per pool, and when."""
+
+    pools: tuple[PoolUsage, ...]
+    measured_at: datetime
+
+
+class PoolUsageBoard(Protocol):
+    """Where each scheduling pass publishes the usage it measured, so that readers (GET /pools)
+    never ask SageMaker themselves: usage is computed in one place, at the pace of passes."""
+
+    def publish(self, report: PoolUsageReport) -> None: ...
+
+    def latest(self) -> PoolUsageReport | None:
+        """The last report published; None before the first pass."""
+        ...
+
+
+class PolicySource(Protocol):
+    """The governance policy in force: hot-reloaded, and an invalid document leaves the last good
+    policy in force (the adapter reports it)."""
+
+    def load(self) -> Policy: ...
+
+
+class IdleAlarms(Protocol):
+    """The CloudWatch alarms that watch training jobs for idle GPUs (names `smq-idle-...`). Every
+    method raises AlarmServiceError when CloudWatch fails."""
+
+    def put(self, requests: Collection[Mapping[str, Any]]) -> None:
+        """Create or overwrite alarms (PutMetricAlarm requests)."""
+        ...
+
+    def delete(self, alarm_names: Collection[str]) -> None:
+        """Delete alarms (at most 100 names); names that no longer exist are fine."""
+        ...
+
+    def names(self) -> list[str]:
+        """Every idle alarm's name."""
+        ...
+
+    def states(self, alarm_names: Collection[str]) -> dict[str, str]:
+        """The state (ALARM, OK, INSUFFICIENT_DATA) of each named alarm that exists."""
+        ...
+
+
 class ConfigSource(Protocol):
     def load(self) -> SchedulerConfig: ...
 
@@ -102,7 +183,11 @@ class PassLease(Protocol):
     change that arrives during a pass is never left unscheduled.
     """
 
-    def try_acquire(self, owner: str, now: datetime) -> bool: ...
+    def try_acquire(self, owner: str, now: datetime, duration: timedelta | None = None) -> bool:
+        """Take the lease if it is free or expired, holding it until `now + duration` (the lease's
+        own default when None). A caller that knows when it will be killed (a Lambda invocation)
+        holds it no longer than that, so a holder that dies frees the lease soon after."""
+        ...
 
     def request_rerun(self) -> None: ...
 

@@ -23,8 +23,23 @@ class Settings:
     allowed_role_arns: frozenset[str] = frozenset()
     """Empty means every role is allowed (the template's PassRole scoping still applies)."""
     admin_principals: frozenset[str] = frozenset()
+    """Patterns of principals that may act on any job (domain/principals.py)."""
+    access_rules_parameter: str | None = None
+    """SSM parameter of the per-principal access rules (domain/access.py); None: no rules."""
     scheduler_function: str | None = None
     finished_ttl_days: int = 30
+    max_start_refusals: int = 100
+    """Transient start refusals in a row after which a job fails (see lifecycle.StartRetryLimits)."""
+    max_start_refusal_hours: float = 24.0
+    """Hours since a job's first start refusal in a row after which the next refusal fails it."""
+    stuck_after_seconds: float = 900.0
+    """A job in starting/preempting/stopping unchanged this long counts in the StuckJobs metric."""
+    policy_parameter: str | None = None
+    """SSM parameter of the governance policy (governance/policy.py); None: the default policy."""
+    policy_topic_arn: str | None = None
+    """SNS topic told about training jobs outside the queue that the policy stopped."""
+    idle_topic_arn: str | None = None
+    """SNS topic the idle-GPU alarms notify; None: no idle alarms are put."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -36,6 +51,13 @@ class Settings:
             checkpoint_s3_prefix=env.get("SMQ_CHECKPOINT_S3_PREFIX") or None,
             allowed_role_arns=_csv(env.get("SMQ_ALLOWED_ROLE_ARNS")),
             admin_principals=_csv(env.get("SMQ_ADMIN_PRINCIPALS")),
+            access_rules_parameter=env.get("SMQ_ACCESS_RULES_PARAMETER") or None,
             scheduler_function=env.get("SMQ_SCHEDULER_FUNCTION") or None,
             finished_ttl_days=int(env.get("SMQ_FINISHED_TTL_DAYS") or 30),
+            max_start_refusals=int(env.get("SMQ_MAX_START_REFUSALS") or 100),
+            max_start_refusal_hours=float(env.get("SMQ_MAX_START_REFUSAL_HOURS") or 24),
+            stuck_after_seconds=float(env.get("SMQ_STUCK_AFTER_SECONDS") or 900),
+            policy_parameter=env.get("SMQ_POLICY_PARAMETER") or None,
+            policy_topic_arn=env.get("SMQ_POLICY_TOPIC_ARN") or None,
+            idle_topic_arn=env.get("SMQ_IDLE_TOPIC_ARN") or None,
         )

@@ -6,12 +6,11 @@ document without routing anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.domain.model import Attempt
-from smq_lambda.service.queue_api import PoolUsage, PositionedJob, PositionedPage
+from smq_lambda.domain.model import Attempt, Change
+from smq_lambda.service.queue_api import CurrentPools, PositionedJob, PositionedPage
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -34,11 +33,16 @@ def attempt_view(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def change_view(change: Change) -> dict[str, Any]:
+    return {"at": timestamp(change.at), "by": change.by, "what": change.what}
+
+
 def job_view(entry: PositionedJob) -> dict[str, Any]:
     job = entry.job
     attempt = job.current_attempt
     return {
         "name": job.name,
+        "job_id": job.job_id,
         "state": str(job.state),
         "priority": job.priority,
         "pool": job.pool,
@@ -51,6 +55,10 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "position": entry.position,
         "training_job_name": attempt.training_job_name if attempt is not None else None,
         "attempts": [attempt_view(item) for item in job.attempts],
+        "attempt_count": job.attempt_count,
+        "attempt_outcomes": job.attempt_outcomes,
+        "history": [change_view(change) for change in job.history],
+        "earlier_job_ids": list(job.earlier_job_ids),
     }
 
 
@@ -58,12 +66,13 @@ def page_view(page: PositionedPage) -> dict[str, Any]:
     return {"jobs": [job_view(entry) for entry in page.jobs], "next_token": page.next_token}
 
 
-def pools_view(pools: Iterable[PoolUsage]) -> dict[str, Any]:
+def pools_view(current: CurrentPools) -> dict[str, Any]:
     return {
         "pools": [
             {"pool": usage.pool, "capacity": usage.capacity, "in_use": usage.in_use, "pending": usage.pending}
-            for usage in pools
-        ]
+            for usage in current.pools
+        ],
+        "measured_at": timestamp(current.measured_at),
     }
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from smq_lambda.adapters.item_codec import (
+    MAX_TEXT_CHARS,
+    archive_key,
+    archived,
     decode_page_token,
     encode_page_token,
     format_time,
@@ -18,17 +22,23 @@ from smq_lambda.adapters.item_codec import (
 )
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import (
+    MAX_EARLIER_JOBS,
+    MAX_HISTORY,
+    MAX_INLINE_ATTEMPTS,
     MAX_PRIORITY,
     MIN_PRIORITY,
     TRAINING_JOB_NAME_PATTERN,
     Attempt,
+    Change,
     Job,
     order_key,
     scheduling_order,
 )
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
+from smq_lambda.service.submission import MAX_REQUEST_BYTES
 
+from tests.adapters.bounds import ITEM_LIMIT, attempted, item_size
 from tests.adapters.builders import G5, P5, T0, job
 
 ALPHANUMERIC = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -136,6 +146,17 @@ def jobs(draw: st.DrawFn) -> Job:
         not_before=draw(st.none() | TIMES),
         start_failures=draw(st.integers(0, 20)),
         updated_at=draw(st.none() | TIMES),
+        earlier_attempts=draw(st.integers(0, 10_000)),
+        earlier_outcomes=draw(
+            st.dictionaries(st.sampled_from(["preempted", "refused", "unknown"]), st.integers(1, 500))
+        ),
+        history=tuple(
+            Change(at=at, by=by, what=what)
+            for at, by, what in draw(
+                st.lists(st.tuples(TIMES, st.text(min_size=1, max_size=30), st.text(max_size=30)), max_size=3)
+            )
+        ),
+        earlier_job_ids=tuple(draw(st.lists(st.text("0123456789abcdef", min_size=8, max_size=32), max_size=3))),
         request=draw(
             st.dictionaries(
                 st.text(max_size=10),
@@ -171,3 +192,90 @@ def test_order_keys_sort_as_the_scheduling_order(
     by_order = scheduling_order(priority_a, time_a, name_a) < scheduling_order(priority_b, time_b, name_b)
 
     assert by_key == by_order
+
+
+# ------------------------------------------------------------------------ bounded items
+
+
+def test_a_job_at_every_bound_still_fits_one_dynamodb_item() -> None:
+    """The largest request the API takes, an owner ARN of IAM's maximum length, a thousand attempts
+    with long reasons, a full history of changes by long ARNs and a full list of earlier jobs."""
+    long_arn = "arn:aws:iam::123456789012:user/" + "u" * (2048 - 31)
+    base = job("long-lived")
+    request = {**base.request, "Padding": ""}
+    request["Padding"] = "x" * (MAX_REQUEST_BYTES - len(json.dumps(request, separators=(",", ":"))))
+    worst = attempted(replace(base, owner=long_arn, request=request), 1000, start=T0, reason="r" * 5000)
+    for priority in range(1, MAX_HISTORY + 5):
+        worst = lifecycle.reprioritize(worst, T0, priority, by=long_arn)
+    worst = replace(
+        worst, earlier_job_ids=tuple(f"{index:032x}" for index in range(MAX_EARLIER_JOBS)), reason="w" * 5000
+    )
+
+    item = to_item(worst, ttl_days=30)
+
+    assert len(item["request"]["S"]) == MAX_REQUEST_BYTES
+    assert len(item["attempts"]["L"]) == MAX_INLINE_ATTEMPTS
+    assert len(item["history"]["L"]) == MAX_HISTORY
+    assert item_size(item) < ITEM_LIMIT
+
+
+def test_reasons_longer_than_the_limit_are_cut_with_an_ellipsis() -> None:
+    refused = lifecycle.refuse_start(lifecycle.start(job("a"), T0, reason="fits"), T0, reason="v" * 3000, lasting=True)
+
+    loaded = from_item(to_item(refused, ttl_days=30))
+
+    assert loaded.reason == "v" * (MAX_TEXT_CHARS - 1) + "…"
+    assert loaded.attempts[0].reason == loaded.reason
+    assert from_item(to_item(loaded, ttl_days=30)) == loaded
+
+
+def test_counts_history_and_earlier_jobs_are_stored_only_when_there_are_some() -> None:
+    grown = attempted(job("a"), MAX_INLINE_ATTEMPTS + 3, start=T0)
+    grown = lifecycle.reprioritize(grown, T0, 7, by="ops")
+    grown = replace(grown, earlier_job_ids=("feedc0de", "0ddba11"))
+
+    item = to_item(grown, ttl_days=30)
+
+    assert item["earlier_attempts"] == {"N": "3"}
+    assert item["earlier_outcomes"] == {"M": {"preempted": {"N": "2"}, "refused": {"N": "1"}}}
+    assert item["history"] == {
+        "L": [{"M": {"at": {"S": "2025-03-01T09:00:00.000000Z"}, "by": {"S": "ops"}, "what": {"S": "priority 0 → 7"}}}]
+    }
+    assert item["earlier_job_ids"] == {"L": [{"S": "feedc0de"}, {"S": "0ddba11"}]}
+    assert from_item(item) == grown
+
+
+def test_an_item_written_before_jobs_were_bounded_still_loads() -> None:
+    item = to_item(lifecycle.start(job("old"), T0, reason="fits"), ttl_days=30)
+    for attribute in ("earlier_attempts", "earlier_outcomes", "history", "earlier_job_ids"):
+        assert attribute not in item
+
+    loaded = from_item(item)
+
+    assert (loaded.earlier_attempts, loaded.earlier_outcomes, loaded.history, loaded.earlier_job_ids) == (0, {}, (), ())
+    assert loaded.next_attempt_number == 2
+
+
+# ------------------------------------------------------------------------ earlier jobs of a name
+
+
+def test_an_archived_job_is_kept_under_its_own_key_out_of_both_indexes() -> None:
+    finished = lifecycle.cancel_pending(replace(job("reused"), version=1), T0, by="alice")
+    current = to_item(finished, ttl_days=30)
+
+    kept = archived(current)
+
+    assert kept["name"] == {"S": archive_key("reused", finished.job_id)} == {"S": f"reused#{finished.job_id}"}
+    assert "order_key" not in kept and "pending_pool" not in kept
+    assert kept["expires_at"] == current["expires_at"]
+    assert from_item(kept) == finished
+    assert "order_key" in current
+
+
+@given(NAMES, st.text("0123456789abcdef", min_size=1, max_size=32))
+def test_archive_keys_never_look_like_a_job_name_or_another_record(name: str, job_id: str) -> None:
+    key = archive_key(name, job_id)
+
+    assert not TRAINING_JOB_NAME_PATTERN.match(key)
+    assert not key.startswith("#")
+    assert "." not in key.partition("#")[0]

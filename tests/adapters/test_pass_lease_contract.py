@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
+from botocore.stub import Stubber
+from smq_lambda.adapters.dynamodb_lease import DEFAULT_DURATION, SCHEDULER_TIMEOUT, DynamoPassLease
+from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.ports import PassLease
 
 from tests.support.fake_lease import InMemoryPassLease
@@ -52,3 +54,29 @@ def test_abandoning_frees_the_lease_and_keeps_a_rerun_for_the_next_holder(lease:
     assert lease.try_acquire("b", NOW)
     lease.abandon("someone-else")
     assert not lease.try_acquire("c", NOW)
+
+
+def test_a_lease_taken_for_a_given_time_expires_after_it(lease: PassLease) -> None:
+    held_for = timedelta(seconds=45)
+    assert lease.try_acquire("a", NOW, held_for)
+
+    assert not lease.try_acquire("b", NOW + held_for)
+    assert lease.try_acquire("b", NOW + held_for + timedelta(seconds=1))
+
+
+def test_by_default_a_lease_outlives_any_scheduler_invocation(dynamodb_client: Any, table: str) -> None:
+    lease = DynamoPassLease(table, dynamodb_client)
+    assert lease.try_acquire("a", NOW)
+
+    assert not lease.try_acquire("b", NOW + SCHEDULER_TIMEOUT)
+    assert lease.try_acquire("b", NOW + DEFAULT_DURATION + timedelta(seconds=1))
+
+
+@pytest.mark.parametrize("code", ["ProvisionedThroughputExceededException", "ThrottlingException"])
+def test_a_throttled_lease_is_service_unavailable(dynamodb_client: Any, code: str) -> None:
+    lease = DynamoPassLease("smq-queue", dynamodb_client)
+    with Stubber(dynamodb_client) as stubber:
+        stubber.add_client_error("update_item", service_error_code=code, http_status_code=400)
+        with pytest.raises(ServiceUnavailable) as raised:
+            lease.try_acquire("a", NOW)
+    assert raised.value.code == code

@@ -4,21 +4,24 @@ implements (create, describe, list with pagination)."""
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
+from hypothesis import given
+from hypothesis import strategies as st
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
-from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService
+from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService, held_instances
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
-from smq_lambda.errors import StartRefused, TrainingServiceError
+from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 from smq_lambda.ports import TrainingJobStatus
 
 from tests.adapters.builders import G5, P5, T0, job, request
@@ -126,9 +129,42 @@ def test_a_request_without_tags_gets_the_queue_tags(stub: Stubber, service: Sage
 def test_resource_in_use_for_the_attempt_name_means_already_started(
     stub: Stubber, service: SageMakerTrainingService
 ) -> None:
+    """The queue's own earlier create, whose answer was lost, was made after the attempt opened."""
+    current = started()
+    name = current.attempts[-1].training_job_name
     stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
+    stub.add_response("describe_training_job", _description(name, CreationTime=T0), {"TrainingJobName": name})
 
-    service.start_attempt(started())
+    service.start_attempt(current)
+
+
+def test_an_attempt_name_taken_before_the_attempt_opened_is_refused_not_adopted(
+    stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    """Someone who read the job's id created its next attempt's name first: adopting that training
+    job would run their request under the queue's name, so the name is refused and the next attempt
+    gets another."""
+    current = started()
+    name = current.attempts[-1].training_job_name
+    stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
+    forged = _description(name, CreationTime=T0 - timedelta(hours=1))
+    stub.add_response("describe_training_job", forged, {"TrainingJobName": name})
+
+    with pytest.raises(StartRefused) as refused:
+        service.start_attempt(current)
+
+    assert (refused.value.lasting, "not by the queue" in refused.value.reason) == (False, True)
+
+
+def test_an_existing_attempt_name_that_cannot_be_checked_is_an_unknown_outcome(
+    stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    current = started()
+    stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
+    stub.add_client_error("describe_training_job", "ThrottlingException", "slow down")
+
+    with pytest.raises(StartOutcomeUnknown):
+        service.start_attempt(current)
 
 
 def test_every_mapped_code_is_tested_here() -> None:
@@ -217,19 +253,27 @@ def test_other_stop_failures_are_raised_typed(stub: Stubber, service: SageMakerT
 # ------------------------------------------------------------------------ describe
 
 
+NO_RESOURCE_CONFIG: Any = object()
+"""`_description(..., ResourceConfig=NO_RESOURCE_CONFIG)`: an answer without ResourceConfig."""
+
+
 def _description(name: str, status: str = "InProgress", **extra: Any) -> dict[str, Any]:
-    return {
+    resources = extra.pop("ResourceConfig", {"InstanceType": G5, "InstanceCount": 1, "VolumeSizeInGB": 30})
+    description = {
         "TrainingJobName": name,
         "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:{DEFAULT_ACCOUNT_ID}:training-job/{name}",
         "TrainingJobStatus": status,
         "SecondaryStatus": extra.pop("SecondaryStatus", "Training"),
         "AlgorithmSpecification": {"TrainingInputMode": "File"},
-        "ResourceConfig": extra.pop("ResourceConfig", {"InstanceType": G5, "InstanceCount": 1, "VolumeSizeInGB": 30}),
+        "ResourceConfig": resources,
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
         "CreationTime": T0,
         "ModelArtifacts": {"S3ModelArtifacts": "s3://bucket/model.tar.gz"},
         **extra,
     }
+    if resources is NO_RESOURCE_CONFIG:
+        del description["ResourceConfig"]
+    return description
 
 
 def test_describe_reports_status_reason_and_end(stub: Stubber, service: SageMakerTrainingService) -> None:
@@ -251,6 +295,31 @@ def test_describe_reports_status_reason_and_end(stub: Stubber, service: SageMake
         failure_reason="AlgorithmError: boom",
         end_time=ended,
     )
+
+
+def test_describe_carries_what_the_governance_rules_count(stub: Stubber, service: SageMakerTrainingService) -> None:
+    """Spot interruptions and training time come from SecondaryStatusTransitions and
+    TrainingTimeInSeconds, so reconciliation decides as the events do."""
+    started = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    transitions = [
+        {"Status": "Training", "StartTime": started, "EndTime": started, "StatusMessage": "Training in progress."},
+        {"Status": "Interrupted", "StartTime": started, "StatusMessage": "spot interruption"},
+    ]
+    stub.add_response(
+        "describe_training_job",
+        _description(
+            "train-1", "InProgress", SecondaryStatus="Interrupted", SecondaryStatusTransitions=transitions,
+            TrainingTimeInSeconds=42,
+        ),  # fmt: skip
+        {"TrainingJobName": "train-1"},
+    )
+
+    status = service.describe("train-1")
+
+    assert status is not None
+    assert status.secondary_status_transitions == tuple(transitions)
+    assert status.training_time_seconds == 42
+    assert status.description()["SecondaryStatusTransitions"] == transitions
 
 
 @pytest.mark.parametrize(
@@ -347,6 +416,169 @@ def test_a_job_that_ended_between_list_and_describe_counts_nothing(
     stub.add_client_error("describe_training_job", "ValidationException", "Requested resource not found.")
 
     assert service.external_usage([G5], []) == {}
+
+
+SERVERLESS = {
+    "BaseModelArn": "arn:aws:sagemaker:us-east-1:aws:hub-content/SageMakerPublicHub/Model/llama/1.0.0",
+    "JobType": "FineTuning",
+}
+PREFERENCES = [{"InstanceType": P5, "InstanceCount": 1}, {"InstanceType": G5, "InstanceCount": 4}]
+
+
+@pytest.mark.parametrize(
+    ("resources", "extra", "held", "unreadable"),
+    [
+        pytest.param(
+            {"InstanceType": G5, "InstanceCount": 3, "VolumeSizeInGB": 30}, {}, {G5: 3}, False, id="type-count"
+        ),
+        pytest.param({"InstanceType": G5, "VolumeSizeInGB": 30}, {}, {G5: 1}, False, id="type-without-count"),
+        pytest.param(
+            {
+                "InstanceGroups": [
+                    {"InstanceType": P5, "InstanceCount": 2, "InstanceGroupName": "a"},
+                    {"InstanceType": G5, "InstanceCount": 1, "InstanceGroupName": "b"},
+                    {"InstanceType": G5, "InstanceCount": 2, "InstanceGroupName": "c"},
+                ],
+                "VolumeSizeInGB": 30,
+            },
+            {},
+            {P5: 2, G5: 3},
+            False,
+            id="instance-groups",
+        ),
+        pytest.param(
+            {
+                "InstanceType": P5,
+                "InstanceCount": 2,
+                "InstancePlacementConfig": {
+                    "EnableMultipleJobs": True,
+                    "PlacementSpecifications": [{"UltraServerId": "us-1", "InstanceCount": 2}],
+                },
+            },
+            {},
+            {P5: 2},
+            False,
+            id="ultraserver-placement",
+        ),
+        pytest.param(
+            {"InstancePreferences": PREFERENCES, "SelectedInstanceType": G5, "SelectedInstanceCount": 4},
+            {},
+            {G5: 4},
+            False,
+            id="preferences-selected",
+        ),
+        pytest.param(
+            {"InstancePreferences": PREFERENCES, "SelectedInstanceType": G5},
+            {},
+            {G5: 4},
+            False,
+            id="preferences-selected-count-per-preference",
+        ),
+        pytest.param(
+            {
+                "InstancePreferences": [{"InstanceType": P5}, {"InstanceType": G5}],
+                "InstanceCount": 2,
+                "SelectedInstanceType": P5,
+            },
+            {},
+            {P5: 2},
+            False,
+            id="preferences-selected-one-count",
+        ),
+        pytest.param(
+            {"InstancePreferences": [{"InstanceType": P5}, {"InstanceType": G5}], "SelectedInstanceType": P5},
+            {},
+            {},
+            True,
+            id="preferences-selected-no-count",
+        ),
+        pytest.param({"InstancePreferences": PREFERENCES}, {}, {}, False, id="preferences-not-selected-yet"),
+        pytest.param({"VolumeSizeInGB": 30}, {}, {}, True, id="no-instance-type"),
+        pytest.param({}, {}, {}, True, id="empty-resource-config"),
+        pytest.param(NO_RESOURCE_CONFIG, {"ServerlessJobConfig": SERVERLESS}, {}, True, id="serverless"),
+    ],
+)
+def test_jobs_outside_the_queue_of_every_documented_shape_count_what_is_readable(
+    stub: Stubber,
+    service: SageMakerTrainingService,
+    caplog: pytest.LogCaptureFixture,
+    resources: Any,
+    extra: dict[str, Any],
+    held: dict[str, int],
+    unreadable: bool,
+) -> None:
+    """The Stubber checks each answer against botocore's DescribeTrainingJob output shape. A plain
+    job beside the odd one shows the pass goes on and still counts what it can."""
+    stub.add_response("list_training_jobs", _listing("odd", "plain"), {"StatusEquals": "InProgress", "MaxResults": 2})
+    stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
+    stub.add_response(
+        "describe_training_job", _description("odd", ResourceConfig=resources, **extra), {"TrainingJobName": "odd"}
+    )
+    stub.add_response("describe_training_job", _description("plain"), {"TrainingJobName": "plain"})
+
+    usage = service.external_usage([G5, P5], [])
+
+    expected = dict(held)
+    expected[G5] = expected.get(G5, 0) + 1
+    assert usage == expected
+    warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+    assert [getattr(record, "training_job", None) for record in warnings] == (["odd"] if unreadable else [])
+
+
+def test_a_job_waiting_for_its_preferred_instance_type_is_described_again_until_one_is_selected(
+    stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    choosing = {"InstancePreferences": PREFERENCES}
+    chosen = {**choosing, "SelectedInstanceType": P5, "SelectedInstanceCount": 1}
+    for resources in (choosing, chosen):
+        stub.add_response("list_training_jobs", _listing("flex"), {"StatusEquals": "InProgress", "MaxResults": 2})
+        stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
+        stub.add_response(
+            "describe_training_job", _description("flex", ResourceConfig=resources), {"TrainingJobName": "flex"}
+        )
+    stub.add_response("list_training_jobs", _listing("flex"), {"StatusEquals": "InProgress", "MaxResults": 2})
+    stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
+
+    before = service.external_usage([G5, P5], [])
+    selected = service.external_usage([G5, P5], [])
+    remembered = service.external_usage([G5, P5], [])
+
+    assert before == {}
+    assert selected == remembered == {P5: 1}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | st.sampled_from(["", G5, P5, "ml.c5.xlarge"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "InstanceType",
+                    "InstanceCount",
+                    "InstanceGroups",
+                    "InstancePreferences",
+                    "SelectedInstanceType",
+                    "SelectedInstanceCount",
+                    "VolumeSizeInGB",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@given(resources=JSON)
+def test_no_resource_config_breaks_the_count(resources: Any) -> None:
+    """Whatever ResourceConfig holds (even what botocore would never parse), reading it never raises
+    and counts only non-negative instance counts of named instance types."""
+    held = held_instances({"TrainingJobName": "any", "ResourceConfig": resources})
+
+    assert all(isinstance(kind, str) and kind for kind in held.counts)
+    assert all(isinstance(count, int) and count >= 0 for count in held.counts.values())
 
 
 def test_a_failed_listing_is_raised_typed(stub: Stubber, service: SageMakerTrainingService) -> None:

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
 from aws_lambda_powertools.utilities.parameters import SSMProvider
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 from smq_lambda.adapters.ssm_config import SsmConfigSource
-from smq_lambda.errors import ConfigError
+from smq_lambda.errors import ConfigError, ServiceUnavailable
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.settings import Settings
 
 from tests.adapters.builders import G5, P5
+from tests.support.aws import REGION
 
 
 @pytest.fixture
@@ -88,3 +100,59 @@ def test_a_malformed_parameter_is_a_config_error_that_says_what_is_wrong(
 def test_a_missing_parameter_is_a_config_error(provider: SSMProvider) -> None:
     with pytest.raises(ConfigError, match="could not be read"):
         SsmConfigSource(settings("/smq/test/missing"), provider).load()
+
+
+class _Body:
+    def __init__(self, payload: bytes) -> None:
+        self._payload = payload
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._payload
+
+
+def flaky_provider(answer: Callable[[Any], AWSResponse]) -> SSMProvider:
+    """A provider whose SSM client gets `answer(request)` (or its exception) for its one attempt."""
+    client = boto3.client(
+        "ssm",
+        region_name=REGION,
+        endpoint_url="https://ssm.flaky.invalid",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    client.meta.events.register_first("before-send.ssm", lambda request, **_: answer(request))
+    return SSMProvider(boto3_client=client)
+
+
+def refused(code: str) -> Callable[[Any], AWSResponse]:
+    body = json.dumps({"__type": code, "message": f"injected {code}"}).encode()
+    return lambda request: AWSResponse(request.url, 400, {"x-amzn-RequestId": "flaky"}, _Body(body))
+
+
+def failing(error: type[BotoCoreError]) -> Callable[[Any], AWSResponse]:
+    def answer(request: Any) -> AWSResponse:
+        raise error(endpoint_url=request.url, error="injected")
+
+    return answer
+
+
+TRANSPORT_FAILURES = (ReadTimeoutError, ConnectionClosedError, EndpointConnectionError, ConnectTimeoutError)
+UNAVAILABLE = [
+    *[pytest.param(failing(error), error.__name__, id=error.__name__) for error in TRANSPORT_FAILURES],
+    *[pytest.param(refused(code), code, id=code) for code in ("ThrottlingException", "InternalServerError")],
+]
+
+
+@pytest.mark.parametrize(("answer", "code"), UNAVAILABLE)
+def test_ssm_throttled_or_unreachable_is_unavailable_not_misconfigured(
+    answer: Callable[[Any], AWSResponse], code: str
+) -> None:
+    """It passes: the API answers 503 with Retry-After, not a 500 blaming the configuration."""
+    with pytest.raises(ServiceUnavailable) as unavailable:
+        SsmConfigSource(settings("/smq/test/pools"), flaky_provider(answer)).load()
+
+    assert (unavailable.value.service, unavailable.value.code) == ("SSM", code)
+
+
+@pytest.mark.parametrize("code", ["ParameterNotFound", "AccessDeniedException", "InvalidKeyId"])
+def test_a_parameter_an_operator_must_fix_is_a_config_error(code: str) -> None:
+    with pytest.raises(ConfigError, match="/smq/test/pools could not be read"):
+        SsmConfigSource(settings("/smq/test/pools"), flaky_provider(refused(code))).load()

@@ -15,9 +15,10 @@ from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import SubmissionPolicy
 
 from tests.api.builders import ADMIN, CHECKPOINT_PREFIX, POOLS, ROLE, TABLE
+from tests.api.fake_access_rules import StaticAccessRules
 from tests.api.gateway import ApiGateway
 from tests.support.aws import create_queue_table, use_test_credentials
-from tests.support.fakes import FakeClock, FakeConfigSource, RecordingTrigger
+from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPoolUsageBoard, RecordingTrigger
 
 
 @pytest.fixture(scope="module")
@@ -71,18 +72,40 @@ def policy() -> SubmissionPolicy:
 
 
 @pytest.fixture
+def access_rules() -> StaticAccessRules:
+    return StaticAccessRules()
+
+
+@pytest.fixture
+def usage_board() -> InMemoryPoolUsageBoard:
+    """Where scheduling passes would publish pool usage; empty until a test publishes."""
+    return InMemoryPoolUsageBoard()
+
+
+@pytest.fixture
 def service(
     store: DynamoJobStore,
     config: FakeConfigSource,
     trigger: RecordingTrigger,
     clock: FakeClock,
     policy: SubmissionPolicy,
+    access_rules: StaticAccessRules,
+    usage_board: InMemoryPoolUsageBoard,
 ) -> QueueService:
     def tick() -> datetime:
         # Every call happens a second after the previous one, so submission order is unambiguous.
         return clock.advance(seconds=1)
 
-    return QueueService(store, config, trigger, policy=policy, admin_principals={ADMIN}, clock=tick)
+    return QueueService(
+        store,
+        config,
+        trigger,
+        policy=policy,
+        admin_principals={ADMIN},
+        access_rules=access_rules,
+        usage_board=usage_board,
+        clock=tick,
+    )
 
 
 @pytest.fixture

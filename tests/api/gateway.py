@@ -15,7 +15,7 @@ import base64
 import binascii
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -104,6 +104,8 @@ class Reply:
     body: Any
     request_valid: bool
     """Whether openapi.yaml accepts the request that produced this reply."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """The response's headers (the first value of each)."""
 
     @property
     def field(self) -> str | None:
@@ -173,7 +175,8 @@ class ApiGateway:
         event = api_event(method, path, body=body, query=query, caller=caller, is_base64=is_base64)
         response = self.handler(event, LAMBDA_CONTEXT)
         valid = check_exchange(event, response, unknown_route_ok=unknown_route_ok)
-        return Reply(status=response["statusCode"], body=json.loads(response["body"]), request_valid=valid)
+        headers = {name: values[0] for name, values in (response.get("multiValueHeaders") or {}).items() if values}
+        return Reply(status=response["statusCode"], body=json.loads(response["body"]), request_valid=valid, headers=headers)
 
     def add(self, request: Any, *, caller: str = ALICE) -> Reply:
         return self.request("POST", "/add-job", json_body=request, caller=caller)

@@ -157,7 +157,16 @@ ADD_CASES: list[tuple[str, Any, str | None]] = [
     ("tags not a list", replaced(VALID, "Tags", {"priority": "1"}), "Tags"),
     ("tag the queue sets", replaced(VALID, "Tags", [{"Key": "smq:job", "Value": "x"}]), "Tags[0].Key"),
     ("tag without value", replaced(VALID, "Tags", [{"Key": "team"}]), "Tags[0].Value"),
-]
+    # Nested members, checked against SageMaker's own shape; the first four were queued before.
+    ("hyperparameter a number", replaced(VALID, "HyperParameters", {"epochs": 2}), "HyperParameters.epochs"),
+    ("environment value a number", replaced(VALID, "Environment", {"SEED": 7}), "Environment.SEED"),
+    ("volume size null", replaced(VALID, "ResourceConfig.VolumeSizeInGB", None), "ResourceConfig.VolumeSizeInGB"),
+    ("input config a string", replaced(VALID, "InputDataConfig", "s3://smq-test-bucket/train"), "InputDataConfig"),
+    ("tag key with a brace", replaced(VALID, "Tags", [{"Key": "bad{key}", "Value": "v"}]), "Tags[0].Key"),
+    ("unknown member", replaced(VALID, "ResourceConfig.InstanceCont", 1), "ResourceConfig.InstanceCont"),
+    ("input mode unknown", replaced(VALID, "AlgorithmSpecification.TrainingInputMode", "Stream"), "AlgorithmSpecification.TrainingInputMode"),
+    ("49 tags", replaced(VALID, "Tags", [{"Key": f"k{i}", "Value": "v"} for i in range(49)]), "Tags"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -188,8 +197,8 @@ def test_add_refuses_a_body_over_256_kb(refused: Any, api: ApiGateway) -> None:
 
 
 def test_add_refuses_a_request_too_large_as_stored(refused: Any, api: ApiGateway) -> None:
-    # Under 256 KB as UTF-8, but every "é" is stored as a six-byte JSON escape.
-    request = replaced(VALID, "HyperParameters", {"blob": "é" * 100_000})
+    # Under 256 KB as UTF-8, but every "日" (three bytes) is stored as a six-byte JSON escape.
+    request = replaced(VALID, "HyperParameters", {f"blob{index}": "日" * 2500 for index in range(30)})
     assert len(json.dumps(request, ensure_ascii=False).encode()) < MAX_BODY_BYTES
 
     reply = refused(lambda: api.request("POST", "/add-job", body=json.dumps(request, ensure_ascii=False)), 413, None)

@@ -2,25 +2,31 @@
 
 The table is real (moto DynamoDB with the template's indexes), so inputs that DynamoDB itself would
 refuse (empty or oversized keys, odd page tokens) are exercised too. Every answer must be a 2xx or a
-4xx in a shape openapi.yaml documents, and a 4xx must leave the table exactly as it was.
+4xx in a shape openapi.yaml documents, a 4xx must leave the table exactly as it was, and a request
+queued with 202 must be one boto3 would send (botocore's ParamValidator on SageMaker's shape).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any
 
+import hypothesis
 import pytest
+from botocore.validate import ParamValidator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from smq_lambda.adapters.item_codec import encode_page_token
+from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
 
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
 from tests.api.gateway import LAMBDA_CONTEXT, ApiGateway, api_event, check_exchange
 from tests.support.fakes import FakeClock
+from tests.support.request_shapes import values_for
 
 KNOWN_NAMES = ["seed-pending", "seed-running", "fuzz-job"]
 
@@ -47,20 +53,58 @@ REQUEST_PATHS = [
     "StoppingCondition.MaxRuntimeInSeconds",
     "CheckpointConfig",
     "HyperParameters",
+    "HyperParameters.epochs",
     "Tags",
     "Environment",
+    "InputDataConfig",
+    "VpcConfig",
+    "EnableManagedSpotTraining",
+    "OutputDataConfig.CompressionType",
+    "AlgorithmSpecification.ContainerEntrypoint",
+    "ResourceConfig.KeepAlivePeriodInSeconds",
 ]
+SHAPE = input_shape(CREATE_TRAINING_JOB)
+
+
+def member_values(path: str) -> st.SearchStrategy[Any]:
+    """Values for the member at a dotted path: shaped like SageMaker's model of it, or any JSON."""
+    shape = SHAPE
+    for part in path.split("."):
+        shape = shape.value if shape.type_name == "map" else shape.members[part]
+    return values_for(shape, depth=3)
+
+
+FRESH_NAME = "fuzz-fresh"
+"""A stand-in each example replaces with a name never used before, so 202 stays possible."""
+fresh_names = itertools.count()
 
 
 @st.composite
 def mutated_requests(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid request with a few members replaced by random JSON or removed."""
+    """A request, valid or not for the queue, with a few members replaced or removed."""
     request = training_request(
         draw(st.sampled_from([*KNOWN_NAMES, "fuzz-other"])),
         priority=draw(st.none() | st.integers(-2_000_000, 2_000_000) | st.text(max_size=8)),
         instance_type=draw(st.sampled_from([G5, P5, "ml.c5.xlarge"])),
         instances=draw(st.integers(-1, 6)),
     )
+    return mutate(draw, request)
+
+
+@st.composite
+def queueable_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A request the queue would take under a fresh name, with a few members replaced or removed."""
+    request = training_request(
+        FRESH_NAME,
+        priority=draw(st.none() | st.integers(-5, 5)),
+        instance_type=draw(st.sampled_from([G5, P5])),
+        instances=draw(st.integers(1, 2)),
+    )
+    return mutate(draw, request)
+
+
+def mutate(draw: st.DrawFn, request: dict[str, Any]) -> dict[str, Any]:
+    """Replace members with random JSON or SageMaker-shaped values, or remove them."""
     for path in draw(st.lists(st.sampled_from(REQUEST_PATHS), max_size=3)):
         *parents, last = path.split(".")
         target: Any = request
@@ -71,7 +115,7 @@ def mutated_requests(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             target.pop(last, None)
         else:
-            target[last] = draw(json_values)
+            target[last] = draw(member_values(path))
     return request
 
 
@@ -144,3 +188,21 @@ def test_no_input_gets_a_server_error(
         assert reply["field"] is None or isinstance(reply["field"], str)
         assert dump_table() == before
     check_exchange(event, response, unknown_route_ok=True)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request=queueable_requests())
+def test_every_queued_request_is_one_boto3_would_send(api: ApiGateway, request: dict[str, Any]) -> None:
+    """The scheduler sends a queued request with boto3 hours later: botocore's own ParamValidator must
+    take it then, or the job fails long after its 202."""
+    if request.get("TrainingJobName") == FRESH_NAME:
+        request["TrainingJobName"] = f"fuzz-{next(fresh_names)}"
+
+    reply = api.add(request)
+
+    hypothesis.event(f"answered {reply.status}")
+    if reply.status == 202:
+        report = ParamValidator().validate(request, SHAPE)
+        assert not report.has_errors(), f"queued a request boto3 would refuse to send: {report.generate_report()}"
+    else:
+        assert reply.status in (400, 409), reply.body

@@ -13,10 +13,19 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.service.queue_api import WRITE_ATTEMPTS, QueueService
+from smq_lambda.service.scheduler import Scheduler
 
-from tests.api.builders import ALICE, G5, P5, POOLS, run, training_request
+from tests.api.builders import ALICE, G5, P5, POOLS, training_request
 from tests.api.gateway import ApiGateway
-from tests.support.fakes import FakeClock, FakeConfigSource, FakeTrainingService, InMemoryJobStore, RecordingTrigger
+from tests.support.fake_lease import InMemoryPassLease
+from tests.support.fakes import (
+    FakeClock,
+    FakeConfigSource,
+    FakeTrainingService,
+    InMemoryJobStore,
+    InMemoryPoolUsageBoard,
+    RecordingTrigger,
+)
 
 
 class RacingStore(InMemoryJobStore):
@@ -96,14 +105,29 @@ def test_through_the_api_a_job_that_keeps_changing_answers_409() -> None:
     assert (reply.status, reply.field) == (409, "name")
 
 
-def test_pools_count_instances_of_jobs_started_outside_the_queue() -> None:
+def test_pools_show_the_usage_a_pass_measured_with_jobs_started_outside_the_queue() -> None:
     clock = FakeClock()
     store = InMemoryJobStore()
-    training = FakeTrainingService(external={G5: 2, "ml.c5.xlarge": 5})
-    service = service_over(store, clock, training=training)
+    board = InMemoryPoolUsageBoard()
+    training = FakeTrainingService(external={G5: 2, "ml.c5.xlarge": 5}, clock=clock)
+    service = service_over(store, clock, usage_board=board)
+    scheduler = Scheduler(
+        store=store,
+        training=training,
+        config=FakeConfigSource(POOLS),
+        lease=InMemoryPassLease(),
+        clock=clock,
+        usage_board=board,
+    )
     service.submit(training_request("job", instances=1), ALICE)
-    run(store, "job", clock())
+    service.submit(training_request("waits", instances=2), ALICE)
+    assert service.pools().measured_at is None
 
-    usage = {pool.pool: (pool.capacity, pool.in_use, pool.pending) for pool in service.pools()}
+    scheduler.schedule()
+    pools = service.pools()
 
-    assert usage == {G5: (4, 3, 0), P5: (2, 0, 0)}
+    assert {pool.pool: (pool.capacity, pool.in_use, pool.pending) for pool in pools.pools} == {
+        G5: (4, 3, 1),
+        P5: (2, 0, 0),
+    }
+    assert pools.measured_at == clock()

@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY
+from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
@@ -14,6 +16,7 @@ from smq_lambda.service.submission import MAX_INSTANCE_COUNT, SubmissionPolicy, 
 from smq_lambda.settings import Settings
 
 from tests.api.builders import ALICE, G5, OTHER_ROLE, P5, POOLS, ROLE, instance_groups, replaced, training_request
+from tests.support.request_shapes import values_for
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 CONFIG = SchedulerConfig(pools=POOLS)
@@ -73,11 +76,14 @@ def test_priority_comes_from_the_priority_tag(value: str | None, priority: int) 
     assert submit(training_request("vit", priority=value)).priority == priority
 
 
-@pytest.mark.parametrize(
-    "value", ["", " 5", "5 ", "5\n", "1e3", "0x10", "٣", "1_000", str(MAX_PRIORITY + 1), "9" * 200]
-)
+@pytest.mark.parametrize("value", ["", " 5", "5 ", "1e3", "0x10", "٣", "1_000", str(MAX_PRIORITY + 1), "9" * 200])
 def test_priority_tag_must_be_a_plain_integer_in_range(value: str) -> None:
     assert refusal(training_request("vit", priority=value)).field == "Tags.priority"
+
+
+def test_a_priority_tag_sagemaker_would_refuse_is_refused_as_a_tag() -> None:
+    """A line feed is not a character SageMaker's tag pattern allows, whatever the tag."""
+    assert refusal(training_request("vit", priority="5\n")).field == "Tags[1].Value"
 
 
 @pytest.mark.parametrize("value", [0, MAX_PRIORITY, MIN_PRIORITY])
@@ -166,6 +172,74 @@ def test_allowed_roles() -> None:
     assert submit(training_request("vit", RoleArn=OTHER_ROLE)).name == "vit"
 
 
+SHAPE_CASES: list[tuple[str, Any, str]] = [
+    # The four the issue reproduced: each was queued with a 202, and failed when its turn came.
+    ("numeric hyperparameter", replaced(training_request("vit"), "HyperParameters", {"lr": 0.1}), "HyperParameters.lr"),
+    ("numeric environment value", training_request("vit", Environment={"SEED": 7}), "Environment.SEED"),
+    ("null volume size", replaced(training_request("vit"), "ResourceConfig.VolumeSizeInGB", None), "ResourceConfig.VolumeSizeInGB"),
+    ("string input config", training_request("vit", InputDataConfig="s3://bucket/train"), "InputDataConfig"),
+    # More that no hand-written rule covered.
+    ("boolean spot flag as a string", training_request("vit", EnableManagedSpotTraining="yes"), "EnableManagedSpotTraining"),
+    ("misspelt member", training_request("vit", HyperParameter={"lr": "0.1"}), "HyperParameter"),
+    ("channel without a source", training_request("vit", InputDataConfig=[{"ChannelName": "train"}]), "InputDataConfig[0].DataSource"),
+    ("vpc of no subnets", training_request("vit", VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": []}), "VpcConfig.Subnets"),
+    ("31 retries", training_request("vit", RetryStrategy={"MaximumRetryAttempts": 31}), "RetryStrategy.MaximumRetryAttempts"),
+    ("runtime beyond an int", replaced(training_request("vit"), "StoppingCondition.MaxRuntimeInSeconds", 2**31), "StoppingCondition.MaxRuntimeInSeconds"),
+    ("tag of a symbol", replaced(training_request("vit"), "Tags", [{"Key": "mood", "Value": "🙂"}]), "Tags[0].Value"),
+    ("hyperparameter key too long", replaced(training_request("vit"), "HyperParameters", {"k" * 257: "1"}), "HyperParameters"),
+    ("instance type misspelt", training_request("vit", instance_type="ml.g5.xlarg"), "ResourceConfig.InstanceType"),
+    ("output over https elsewhere", replaced(training_request("vit"), "OutputDataConfig.S3OutputPath", "ftp://b/o"), "OutputDataConfig.S3OutputPath"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_body", "field"), [case[1:] for case in SHAPE_CASES], ids=[case[0] for case in SHAPE_CASES]
+)
+def test_nested_members_are_checked_against_sagemakers_shape(request_body: Any, field: str) -> None:
+    error = refusal(request_body)
+    assert (error.field, error.message.startswith(field)) == (field, True)
+
+
+def test_the_s3_uri_rule_is_sagemakers_which_allows_https() -> None:
+    """The hand-copied rules had drifted: the API took https:// output paths, the local service did not."""
+    request = replaced(training_request("vit"), "OutputDataConfig.S3OutputPath", "https://bucket.s3.amazonaws.com/out")
+    assert submit(request).name == "vit"
+
+
+def test_a_request_of_every_shape_sagemaker_takes_is_queued_unchanged() -> None:
+    request = training_request(
+        "full",
+        InputDataConfig=[
+            {"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/t"}}}
+        ],
+        Environment={"PYTHONUNBUFFERED": "1"},
+        EnableManagedSpotTraining=True,
+        StoppingCondition={"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+        RetryStrategy={"MaximumRetryAttempts": 2},
+    )
+
+    job = submit(request)
+
+    assert {key: value for key, value in job.request.items() if key != "CheckpointConfig"} == request
+
+
+@pytest.mark.parametrize(
+    ("tags", "field"),
+    [
+        ([{"Key": f"k{i}", "Value": "v"} for i in range(49)], "Tags"),
+        ([{"Key": "smq:team", "Value": "x"}], "Tags[0].Key"),
+        ([{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}], "Tags[1].Key"),
+    ],
+    ids=["room for the queue's two tags", "the queue's prefix", "a key twice"],
+)
+def test_the_queues_own_tag_rules(tags: list[dict[str, str]], field: str) -> None:
+    assert refusal(training_request("vit", Tags=tags)).field == field
+
+
+def test_forty_eight_tags_leave_room_for_the_queues() -> None:
+    assert submit(training_request("vit", Tags=[{"Key": f"k{i}", "Value": "v"} for i in range(48)])).name == "vit"
+
+
 @pytest.mark.parametrize(
     ("member", "value", "field"),
     [
@@ -209,3 +283,23 @@ def test_policy_from_settings() -> None:
         }
     )
     assert SubmissionPolicy.from_settings(settings) == SubmissionPolicy(frozenset({ROLE, OTHER_ROLE}), "s3://b/p")
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(values_for(input_shape(CREATE_TRAINING_JOB), depth=4))
+def test_any_request_becomes_a_job_or_an_invalid_request(request: Any) -> None:
+    """The queue's own rules read members the shape check has vouched for: nothing else escapes."""
+    try:
+        job = submit(request)
+    except InvalidRequest as error:
+        assert error.message
+    else:
+        assert job.request["TrainingJobName"] == job.name
+
+
+def test_an_instance_type_newer_than_botocore_is_queued_when_it_has_a_pool() -> None:
+    """A configured pool says the type exists, even if the bundled model's enum predates it."""
+    future = "ml.p9.96xlarge"
+    assert refusal(training_request("vit", instance_type=future)).field == "ResourceConfig.InstanceType"
+    job = submit(training_request("vit", instance_type=future), config=SchedulerConfig(pools={future: 2}))
+    assert dict(job.demand) == {future: 1}

@@ -76,6 +76,8 @@ def _test_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    # Failure paths answer at once; tests of the client's retries pass max_retries themselves.
+    monkeypatch.setenv("SMQ_API_MAX_RETRIES", "0")
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from tests.support.fakes import (
     FakeConfigSource,
     FakeTrainingService,
     InMemoryJobStore,
+    InMemoryPoolUsageBoard,
     RecordingTrigger,
 )
 
@@ -66,12 +67,18 @@ class QueueWorld:
         self.store = InMemoryJobStore()
         self.sagemaker = FakeTrainingService(clock=self.clock)
         self.config = FakeConfigSource(capacity)
+        self.usage_board = InMemoryPoolUsageBoard()
         self.scheduler = Scheduler(
-            store=self.store, training=self.sagemaker, config=self.config, lease=InMemoryPassLease(), clock=self.clock
+            store=self.store,
+            training=self.sagemaker,
+            config=self.config,
+            lease=InMemoryPassLease(),
+            clock=self.clock,
+            usage_board=self.usage_board,
         )
         self.trigger = RecordingTrigger(on_kick=lambda _reason: self.kick())
         service = QueueService(
-            self.store, self.config, self.trigger, training=self.sagemaker, clock=self._tick
+            self.store, self.config, self.trigger, usage_board=self.usage_board, clock=self._tick
         )
         app = create_app(service)
         handler = lambda_handler(lambda: app)

@@ -187,7 +187,7 @@ def test_error_answers_become_typed_errors_with_the_apis_words(
     stub.response = {"statusCode": status, "body": json.dumps({"message": "the rule", "field": "ResourceConfig"})}
 
     with pytest.raises(SmqApiError) as raised:
-        SmqApiClient(front.url).get_job("job-1")
+        SmqApiClient(front.url, max_retries=0).get_job("job-1")
 
     assert type(raised.value) is error
     assert (raised.value.status, raised.value.message, raised.value.field) == (status, "the rule", "ResourceConfig")
@@ -240,6 +240,6 @@ def test_an_unreachable_api_is_one_clear_error() -> None:
         port = sock.getsockname()[1]
 
     with pytest.raises(ApiUnreachable) as raised:
-        SmqApiClient(f"http://127.0.0.1:{port}/prod").list_pools()
+        SmqApiClient(f"http://127.0.0.1:{port}/prod", max_retries=0).list_pools()
 
     assert str(raised.value) == f"cannot reach the smq API at http://127.0.0.1:{port}/prod: Connection refused"

@@ -1,20 +1,31 @@
-"""Facts derived from requests: demand, attempt names, the ordering key."""
+"""Facts derived from requests (demand, attempt names, the ordering key), and what keeps a job bounded."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.lifecycle import StartRetryLimits
 from smq_lambda.domain.model import (
+    MAX_HISTORY,
+    MAX_INLINE_ATTEMPTS,
     MAX_PRIORITY,
     MIN_PRIORITY,
     TRAINING_JOB_NAME_PATTERN,
+    UNKNOWN_OUTCOME,
+    Attempt,
+    Change,
+    Job,
     attempt_name,
     demand_of,
     order_key,
     scheduling_order,
+    with_attempt,
 )
+from smq_lambda.domain.states import JobState
 
 names = st.from_regex(r"\A[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 job_ids = st.uuids().map(lambda value: value.hex)
@@ -69,3 +80,98 @@ def test_higher_priority_first_then_earlier_submission() -> None:
     now = datetime(2024, 1, 1, tzinfo=UTC)
     jobs = [(1, now, "late-high"), (0, now - timedelta(hours=1), "early-low"), (1, now - timedelta(seconds=1), "early-high")]
     assert [name for *_, name in sorted(jobs, key=lambda j: scheduling_order(*j))] == ["early-high", "late-high", "early-low"]
+
+
+# ------------------------------------------------------------------ bounded attempts and history
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+NEVER_GIVE_UP = StartRetryLimits(max_refusals=10**9, max_duration=timedelta.max)
+
+
+def _pending(name: str = "often-preempted") -> Job:
+    return Job(name=name, job_id="0123456789abcdef", state=JobState.PENDING, priority=0, submitted_at=T0,
+               demand={"ml.g5.xlarge": 1}, owner="arn:aws:iam::123456789012:user/alice")  # fmt: skip
+
+
+def _cycle(job: Job, now: datetime, outcome: str) -> Job:
+    """One more attempt: started, then refused or preempted back to pending."""
+    started = lifecycle.start(job, now, reason="fits")
+    if outcome == "refused":
+        return lifecycle.refuse_start(started, now, reason="capacity", lasting=False, limits=NEVER_GIVE_UP)
+    stopping = lifecycle.request_stop(lifecycle.mark_running(started, now), now, preempt=True, reason="preempted")
+    return lifecycle.requeue(stopping, now, outcome="preempted", reason="preempted")
+
+
+def test_a_job_started_a_thousand_times_keeps_only_its_recent_attempts_and_counts_the_rest() -> None:
+    job = _pending()
+    for number in range(1, 1001):
+        job = _cycle(job, T0 + timedelta(minutes=number), "refused" if number % 3 else "preempted")
+
+    assert len(job.attempts) == MAX_INLINE_ATTEMPTS
+    assert job.attempt_count == 1000
+    assert [attempt.number for attempt in job.attempts] == list(range(1000 - MAX_INLINE_ATTEMPTS + 1, 1001))
+    assert job.next_attempt_number == 1001
+    assert job.earlier_attempts == 1000 - MAX_INLINE_ATTEMPTS
+    assert job.attempt_outcomes == {"refused": 667, "preempted": 333}
+    assert sum(job.earlier_outcomes.values()) == job.earlier_attempts
+
+
+def test_the_attempt_after_the_thousandth_is_named_for_its_number_and_is_the_current_one() -> None:
+    job = _pending()
+    for number in range(1, 1001):
+        job = _cycle(job, T0 + timedelta(minutes=number), "preempted")
+
+    started = lifecycle.start(job, T0 + timedelta(days=1), reason="fits")
+
+    assert started.current_attempt is not None
+    assert started.current_attempt.number == 1001
+    assert started.current_attempt.is_open
+    assert started.current_attempt.training_job_name == attempt_name(job.name, job.job_id, 1001)
+    assert len(started.attempts) == MAX_INLINE_ATTEMPTS
+    assert started.attempts[:-1] == job.attempts[1:]
+
+
+@given(st.lists(st.sampled_from(["refused", "preempted"]), max_size=3 * MAX_INLINE_ATTEMPTS))
+def test_numbering_and_names_stay_unique_however_many_attempts_are_folded(outcomes: list[str]) -> None:
+    job = _pending()
+    names: set[str] = set()
+    for index, outcome in enumerate(outcomes, start=1):
+        job = _cycle(job, T0 + timedelta(minutes=index), outcome)
+        assert job.current_attempt is not None
+        names.add(job.current_attempt.training_job_name)
+
+    assert job.attempt_count == len(outcomes) == len(names)
+    assert len(job.attempts) == min(len(outcomes), MAX_INLINE_ATTEMPTS)
+    assert sum(job.attempt_outcomes.values()) == len(outcomes)
+
+
+def test_an_attempt_folded_without_an_outcome_counts_as_unknown() -> None:
+    open_attempts = tuple(Attempt(number, f"run-{number}", T0) for number in range(1, MAX_INLINE_ATTEMPTS + 1))
+    job = replace(_pending(), attempts=open_attempts)
+
+    grown = with_attempt(job, Attempt(MAX_INLINE_ATTEMPTS + 1, "run-next", T0))
+
+    assert grown.earlier_outcomes == {UNKNOWN_OUTCOME: 1}
+    assert grown.attempts[0].number == 2
+
+
+def test_a_priority_change_is_recorded_with_who_made_it() -> None:
+    job = _pending()
+
+    changed = lifecycle.reprioritize(job, T0 + timedelta(minutes=5), 40, by="arn:aws:iam::123456789012:user/ops")
+
+    assert changed.priority == 40
+    assert changed.version == job.version + 1
+    assert changed.history == (
+        Change(at=T0 + timedelta(minutes=5), by="arn:aws:iam::123456789012:user/ops", what="priority 0 → 40"),
+    )
+
+
+def test_history_keeps_only_the_most_recent_changes() -> None:
+    job = _pending()
+    for priority in range(1, 2 * MAX_HISTORY + 1):
+        job = lifecycle.reprioritize(job, T0 + timedelta(minutes=priority), priority, by="ops")
+
+    assert len(job.history) == MAX_HISTORY
+    assert job.history[-1].what == f"priority {2 * MAX_HISTORY - 1} → {2 * MAX_HISTORY}"
+    assert job.history[0].what == f"priority {MAX_HISTORY} → {MAX_HISTORY + 1}"

@@ -65,11 +65,12 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
         client.add_job(process_request("up-doomed", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py"))
         wait_for(client, "up-job", {"running"})
         wait_for(client, "up-doomed", {"running"})
-        inject = [sys.executable, "-m", "smq.cli", "local", "inject", "fail", "up-doomed", "--workdir", str(workdir)]
+        inject = [sys.executable, "-m", "smq.cli", "local", "inject", "fail", "up-doomed", "--workdir", str(workdir),
+                  "--reason", "AlgorithmError: injected by the test"]  # fmt: skip
         injected = subprocess.run(inject, capture_output=True, text=True, timeout=60)
         assert injected.returncode == 0, injected.stderr
         assert "injected fail" in injected.stdout
-        assert "injected" in wait_for(client, "up-doomed", {"failed"}, timeout=30)["reason"]
+        assert "injected" in wait_for(client, "up-doomed", {"failed"}, timeout=30)["reason"], "a user-code failure is final"
         family = _children_once_spawned(up.pid)
 
         up.send_signal(signal.SIGINT)

@@ -75,7 +75,8 @@ def test_a_failed_attempt_fails_the_job_with_sagemakers_reason(stack: LocalStack
 
     assert job["state"] == "failed"
     described = stack.boto3_client("sagemaker").describe_training_job(TrainingJobName=job["training_job_name"])
-    assert described["FailureReason"] and job["reason"] == described["FailureReason"]
+    assert described["FailureReason"] and job["reason"].startswith(described["FailureReason"])
+    assert "not retried (user code or request)" in job["reason"]
 
 
 def test_a_duplicate_name_of_an_unfinished_job_is_refused(stack: LocalStack, client: SmqApiClient) -> None:
@@ -105,15 +106,16 @@ def test_attempts_carry_the_queue_tags_and_one_checkpoint_location(stack: LocalS
     assert len(job["training_job_name"]) <= 63
 
 
-def test_an_injected_instance_failure_fails_the_job(stack: LocalStack, client: SmqApiClient) -> None:
+def test_an_injected_failure_of_the_training_code_fails_the_job(stack: LocalStack, client: SmqApiClient) -> None:
+    """An infrastructure failure (the default of `inject fail`) is retried: see test_spot_and_retry.py."""
     client.add_job(synthetic_request("doomed", duration=60))
     wait_for(client, "doomed", {"running"})
 
-    stack.inject("doomed", "fail")
+    stack.inject("doomed", "fail", reason="AlgorithmError: injected")
 
     job = wait_for(client, "doomed", FINISHED, timeout=30)
     assert job["state"] == "failed"
-    assert "injected" in job["reason"]
+    assert job["reason"].startswith("AlgorithmError: injected; not retried")
 
 
 @pytest.mark.slow

@@ -201,3 +201,22 @@ def run_threads(count: int, target: Callable[[int], None]) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+def gpu_utilization(aws_env: dict[str, str], name: str, host: int) -> tuple[float, float] | None:
+    """(Minimum, Maximum) of the GPUUtilization host `algo-<host>` of job `name` reported lately."""
+    data = aws("cloudwatch", aws_env).get_metric_statistics(
+        Namespace="/aws/sagemaker/TrainingJobs", MetricName="GPUUtilization",
+        Dimensions=[{"Name": "Host", "Value": f"{name}/algo-{host}"}],
+        StartTime=time.time() - 300, EndTime=time.time() + 60, Period=600,
+        Statistics=["Minimum", "Maximum"])["Datapoints"]
+    return (data[0]["Minimum"], data[0]["Maximum"]) if data else None
+
+
+def wait_for_gpu_utilization(aws_env: dict[str, str], name: str, host: int,
+                             until: Callable[[tuple[float, float]], bool]) -> tuple[float, float]:
+    deadline = time.monotonic() + 20
+    while (reported := gpu_utilization(aws_env, name, host)) is None or not until(reported):
+        assert time.monotonic() < deadline, f"algo-{host} of {name} reported {reported}"
+        time.sleep(0.1)
+    return reported

@@ -1,4 +1,8 @@
-"""Job lifecycles, events and faults, with the synthetic executor (no processes: fast)."""
+"""Job lifecycles, events and faults, with the synthetic executor (no processes: fast).
+
+Tests assert what happens and in which order, never how long it took: every wait has a generous
+deadline that only a job stuck for good reaches (timings belong in bench/).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Stack, aws, synthetic_job, unique
+from conftest import Stack, aws, gpu_utilization, synthetic_job, unique, wait_for_gpu_utilization
 
 DOCUMENTED_EVENT = json.loads((Path(__file__).parent / "documented_event.json").read_text())
 
@@ -92,32 +96,34 @@ def test_events_have_the_documented_shape(synthetic: Stack) -> None:
     assert len({e["id"] for e in synthetic.events}) == len(synthetic.events)
 
 
-def test_a_stopped_synthetic_job_reaches_stopped_within_a_second(synthetic: Stack) -> None:
+def test_a_stopped_synthetic_job_goes_from_training_through_stopping_to_stopped(synthetic: Stack) -> None:
     name = unique("stop")
-    synthetic.client.create_training_job(**synthetic_job(name, duration=60))
+    synthetic.client.create_training_job(**synthetic_job(name, duration=3600))
     synthetic.wait_secondary(name, "Training")
 
     synthetic.client.stop_training_job(TrainingJobName=name)
-    description = synthetic.wait(name, timeout=2.0)
+    description = synthetic.wait(name)
 
     assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
         "Stopped", "Stopped")
-    stopping = description["SecondaryStatusTransitions"][-2]
-    assert stopping["Status"] == "Stopping"
-    assert (stopping["EndTime"] - stopping["StartTime"]).total_seconds() < 1.0
+    transitions = description["SecondaryStatusTransitions"]
+    assert [t["Status"] for t in transitions][-3:] == ["Training", "Stopping", "Stopped"]
+    assert all(a["EndTime"] == b["StartTime"] for a, b in itertools.pairwise(transitions))
     synthetic.wait_events(name, "Stopped")
-    assert synthetic.statuses(name)[-2:] == [("Stopping", "Stopping"), ("Stopped", "Stopped")]
+    assert synthetic.statuses(name)[-3:] == [
+        ("InProgress", "Training"), ("Stopping", "Stopping"), ("Stopped", "Stopped")]
 
 
 def test_a_job_stopped_while_starting_never_trains(make_stack: Any) -> None:
     from smq.local.sagemaker import PhaseTimings
 
-    stack = make_stack(timings=PhaseTimings(starting=5.0))
+    # Starting lasts far longer than any wait below: only a stop that cuts it short ends the job.
+    stack = make_stack(timings=PhaseTimings(starting=3600.0))
     name = unique("early")
     stack.client.create_training_job(**synthetic_job(name))
     stack.client.stop_training_job(TrainingJobName=name)
 
-    stack.wait(name, timeout=2.0)
+    stack.wait(name)
     stack.wait_events(name, "Stopped")
     assert [s for _, s in stack.statuses(name)] == ["Starting", "Stopping", "Stopped"]
 
@@ -140,7 +146,7 @@ def test_max_runtime_exceeded_stops_the_job(synthetic: Stack) -> None:
     synthetic.client.create_training_job(**synthetic_job(
         name, outcome="hang", duration=0, StoppingCondition={"MaxRuntimeInSeconds": 1}))
 
-    description = synthetic.wait(name, timeout=5)
+    description = synthetic.wait(name)
 
     assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
         "Stopped", "MaxRuntimeExceeded")
@@ -149,26 +155,32 @@ def test_max_runtime_exceeded_stops_the_job(synthetic: Stack) -> None:
     assert "FailureReason" not in description
 
 
-def test_max_wait_time_exceeded_stops_a_spot_job(synthetic: Stack) -> None:
+def test_max_wait_time_exceeded_stops_a_spot_job(make_stack: Any) -> None:
+    from smq.local.sagemaker import PhaseTimings
+
+    # Both limits are 1 s, but the wait counts from creation, the runtime from Training: with a
+    # Starting phase that outlasts any wait below, only the wait limit can end the job.
+    stack = make_stack(timings=PhaseTimings(starting=3600.0))
     name = unique("maxwait")
-    synthetic.client.create_training_job(**synthetic_job(
+    stack.client.create_training_job(**synthetic_job(
         name, duration=30, EnableManagedSpotTraining=True,
         StoppingCondition={"MaxRuntimeInSeconds": 1, "MaxWaitTimeInSeconds": 1}))
 
-    description = synthetic.wait(name, timeout=5)
+    description = stack.wait(name)
 
-    # Both limits are 1 s, but the wait counts from creation, the runtime from Training.
     assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
         "Stopped", "MaxWaitTimeExceeded")
+    assert "Training" not in [t["Status"] for t in description["SecondaryStatusTransitions"]]
 
 
 def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> None:
+    duration, trained_before_interruption = 4.0, 3.0
     name = unique("spot")
     synthetic.client.create_training_job(**synthetic_job(
-        name, duration=2.0, EnableManagedSpotTraining=True,
+        name, duration=duration, EnableManagedSpotTraining=True,
         CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/spot"}))
     synthetic.wait_secondary(name, "Training")
-    time.sleep(1.0)
+    time.sleep(trained_before_interruption)
 
     synthetic.service.inject(name, "interrupt")
     description = synthetic.wait(name)
@@ -179,8 +191,9 @@ def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> 
         "Starting", "Downloading", "Training", "Interrupted", "Starting", "Downloading",
         "Training", "Uploading", "Completed"]
     second_training = transitions[6]
-    # It resumed: about 1 s of the 2 s of work was left, not all of it.
-    assert (second_training["EndTime"] - second_training["StartTime"]).total_seconds() < 1.6
+    # Restarted from scratch, it would train for the whole duration again; resumed, it trains only
+    # what was left (at most a quarter). The margin between the two is seconds, not a timing claim.
+    assert (second_training["EndTime"] - second_training["StartTime"]).total_seconds() < duration
     assert description["BillableTimeInSeconds"] <= description["TrainingTimeInSeconds"]
     synthetic.wait_events(name, "Completed")
     assert ("InProgress", "Interrupted") in synthetic.statuses(name)
@@ -204,31 +217,25 @@ def test_an_injected_failure_fails_the_job(synthetic: Stack) -> None:
     synthetic.wait_secondary(name, "Training")
 
     synthetic.service.inject(name, "fail")
-    description = synthetic.wait(name, timeout=2)
+    description = synthetic.wait(name)
 
     assert description["TrainingJobStatus"] == "Failed"
     assert description["FailureReason"].startswith("InternalServerError")
 
 
-def test_a_hung_job_keeps_training_and_reports_idle_gpus(
+def test_a_hung_job_keeps_training_and_reports_idle_gpus_on_every_host(
         synthetic: Stack, aws_env: dict[str, str]) -> None:
     name = unique("hang")
-    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1, outcome="hang"))
+    resources = {"InstanceType": "ml.g5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
+    synthetic.client.create_training_job(**synthetic_job(
+        name, duration=0.5, outcome="hang", ResourceConfig=resources))
     synthetic.wait_secondary(name, "Training")
-    cloudwatch = aws("cloudwatch", aws_env)
 
-    deadline = time.monotonic() + 5
-    while True:
-        data = cloudwatch.get_metric_statistics(
-            Namespace="/aws/sagemaker/TrainingJobs", MetricName="GPUUtilization",
-            Dimensions=[{"Name": "Host", "Value": f"{name}/algo-1"}],
-            StartTime=time.time() - 300, EndTime=time.time() + 60, Period=60,
-            Statistics=["Maximum"])["Datapoints"]
-        if data or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    reported = [wait_for_gpu_utilization(aws_env, name, host, lambda seen: seen[0] == 0.0)
+                for host in (1, 2)]
 
-    assert data and max(d["Maximum"] for d in data) == 0.0
+    assert reported == [(0.0, 100.0), (0.0, 100.0)]  # busy while it trained, idle once hung
+    assert gpu_utilization(aws_env, name, 3) is None
     assert synthetic.client.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == (
         "Training")
 
@@ -247,9 +254,9 @@ def test_event_handlers_may_call_the_service_back(make_stack: Any) -> None:
     stack: Stack = make_stack(handler=handler)
     stack.client.create_training_job(**synthetic_job(name, duration=30))
 
-    assert stack.wait(name, timeout=3)["TrainingJobStatus"] == "Stopped"
+    assert stack.wait(name)["TrainingJobStatus"] == "Stopped"
     stack.wait_events(name, "Stopped")
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 20
     while len(seen) < len(stack.statuses(name)) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert seen[-1] == "Stopped"

@@ -12,7 +12,18 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from conftest import BUCKET, Stack, aws, job_request, log_lines, s3_keys, script_job, unique
+from conftest import (
+    BUCKET,
+    Stack,
+    aws,
+    gpu_utilization,
+    job_request,
+    log_lines,
+    s3_keys,
+    script_job,
+    unique,
+    wait_for_gpu_utilization,
+)
 
 
 def alive(pid: int) -> bool:
@@ -108,19 +119,20 @@ def test_a_script_gets_the_container_contract(process_stack: Stack,
     assert f"found checkpoint {name}" in log_lines(aws_env, second)
 
 
-def test_stop_sends_sigterm_and_keeps_the_checkpoint(process_stack: Stack,
+def test_stop_sends_sigterm_and_keeps_the_checkpoint(make_stack: Any,
                                                      aws_env: dict[str, str]) -> None:
+    # The grace before SIGKILL outlasts every wait below: the job can only end because the script
+    # exited on SIGTERM by itself.
+    process_stack: Stack = make_stack(executor="process", stop_grace_seconds=3600.0)
     name = unique("trap")
     process_stack.client.create_training_job(**script_job(
         aws_env, name, "steps.py", args={"steps": 1000},
         CheckpointConfig={"S3Uri": f"s3://{BUCKET}/checkpoints/{name}"}))
     wait_for_line(process_stack, name, r"step 3\b")
 
-    began = time.monotonic()
     process_stack.client.stop_training_job(TrainingJobName=name)
     description = process_stack.wait(name)
 
-    assert time.monotonic() - began < 3.0  # well inside the 5 s grace: the script exited
     assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
         "Stopped", "Stopped")
     saved = aws("s3", aws_env).get_object(Bucket=BUCKET, Key=f"checkpoints/{name}/state.json")
@@ -143,7 +155,7 @@ def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(
     stack.client.stop_training_job(TrainingJobName=name)
     description = stack.wait(name)
 
-    assert 1.0 <= time.monotonic() - began < 4.0
+    assert time.monotonic() - began >= 1.0  # not killed before its grace period was over
     assert description["TrainingJobStatus"] == "Stopped"
     assert not alive(pids["main"])
     assert not alive(pids["child"])  # the whole process group went
@@ -228,3 +240,47 @@ def test_a_job_with_nothing_to_run_is_rejected(process_stack: Stack) -> None:
 
     assert raised.value.response["Error"]["Code"] == "ValidationException"
     assert "sagemaker_program" in raised.value.response["Error"]["Message"]
+
+
+def test_a_process_reports_the_gpu_utilization_its_request_names_until_it_hangs(
+        process_stack: Stack, aws_env: dict[str, str]) -> None:
+    name = unique("gpu")
+    resources = {"InstanceType": "ml.g5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
+    process_stack.client.create_training_job(**script_job(
+        aws_env, name, "steps.py", args={"steps": 1000}, ResourceConfig=resources,
+        Environment={"SMQ_LOCAL_GPU_UTILIZATION": "37.5"}))
+    wait_for_line(process_stack, name, r"step 1\b")
+    working = [wait_for_gpu_utilization(aws_env, name, host, lambda seen: True) for host in (1, 2)]
+
+    process_stack.service.inject(name, "hang")
+    hung = [wait_for_gpu_utilization(aws_env, name, host, lambda seen: seen[0] == 0.0) for host in (1, 2)]
+
+    assert working == [(37.5, 37.5), (37.5, 37.5)]
+    assert hung == [(0.0, 37.5), (0.0, 37.5)]
+    process_stack.client.stop_training_job(TrainingJobName=name)
+    assert process_stack.wait(name)["TrainingJobStatus"] == "Stopped"
+
+
+def test_a_process_reports_busy_gpus_unless_told_otherwise(process_stack: Stack,
+                                                          aws_env: dict[str, str]) -> None:
+    name = unique("busy")
+    process_stack.client.create_training_job(**script_job(aws_env, name, "steps.py", args={"steps": 1000}))
+    wait_for_line(process_stack, name, r"step 1\b")
+
+    assert wait_for_gpu_utilization(aws_env, name, 1, lambda seen: True) == (100.0, 100.0)
+    assert gpu_utilization(aws_env, name, 2) is None
+    process_stack.client.stop_training_job(TrainingJobName=name)
+
+
+@pytest.mark.parametrize("value", ["busy", "-1", "nan", "inf"])
+def test_a_gpu_utilization_that_is_not_a_percentage_is_refused(process_stack: Stack,
+                                                              aws_env: dict[str, str],
+                                                              value: str) -> None:
+    request = script_job(aws_env, unique("bad-gpu"), "steps.py",
+                         Environment={"SMQ_LOCAL_GPU_UTILIZATION": value})
+
+    with pytest.raises(ClientError) as raised:
+        process_stack.client.create_training_job(**request)
+
+    assert raised.value.response["Error"]["Code"] == "ValidationException"
+    assert "SMQ_LOCAL_GPU_UTILIZATION" in raised.value.response["Error"]["Message"]

@@ -16,6 +16,18 @@ from conftest import Stack, run_threads, synthetic_job, unique
 from smq.local.sagemaker import FaultRejected, request_fault
 
 
+def raw_post(url: str, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    """One JSON 1.1 call as bytes on the wire: what no botocore serializer would send."""
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"X-Amz-Target": target,
+                                              "Content-Type": "application/x-amz-json-1.1"})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 def error_of(call: Any, **params: Any) -> dict[str, str]:
     with pytest.raises(ClientError) as raised:
         call(**params)
@@ -102,6 +114,28 @@ def test_the_service_checks_what_boto3_lets_through(synthetic: Stack) -> None:
     assert "outputDataConfig" in error["Message"]
 
 
+@pytest.mark.parametrize("change, code, words", [
+    ({"HyperParameters": {"smq_synthetic_duration": 0.2}}, "SerializationException",
+     "HyperParameters.smq_synthetic_duration must be a string"),
+    ({"Environment": {"SEED": 7}}, "SerializationException", "Environment.SEED must be a string"),
+    ({"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": None}},
+     "ValidationException", "Value null at 'resourceConfig.volumeSizeInGB'"),
+    ({"InputDataConfig": "s3://smq-test/train"}, "SerializationException", "InputDataConfig must be a list"),
+], ids=["numeric hyperparameter", "numeric environment", "null volume", "string input config"])
+def test_what_boto3_would_refuse_the_service_refuses_too(synthetic: Stack, change: dict[str, Any],
+                                                        code: str, words: str) -> None:
+    """The four requests the queue used to accept, sent as JSON no botocore client would send."""
+    name = unique("typed")
+    body = json.dumps(synthetic_job(name) | change).encode()
+
+    status, error = raw_post(synthetic.service.url, "SageMaker.CreateTrainingJob", body)
+
+    assert (error["__type"], status) == (code, 400)
+    assert words in error["Message"]
+    assert error_of(synthetic.client.describe_training_job, TrainingJobName=name)["Code"] == (
+        "ResourceNotFound")
+
+
 def test_a_finished_job_cannot_be_stopped(synthetic: Stack) -> None:
     name = unique("done")
     synthetic.client.create_training_job(**synthetic_job(name, duration=0))
@@ -115,14 +149,7 @@ def test_a_finished_job_cannot_be_stopped(synthetic: Stack) -> None:
 
 def test_unknown_operations_and_bad_bodies_are_rejected(synthetic: Stack) -> None:
     def post(target: str, body: bytes) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(synthetic.service.url, data=body, method="POST",
-                                         headers={"X-Amz-Target": target,
-                                                  "Content-Type": "application/x-amz-json-1.1"})
-        try:
-            with urllib.request.urlopen(request) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
+        return raw_post(synthetic.service.url, target, body)
 
     assert post("SageMaker.CreateEndpoint", b"{}") == (400, {
         "__type": "UnknownOperationException",
@@ -222,7 +249,7 @@ def test_faults_can_be_injected_over_http(synthetic: Stack) -> None:
 
     request_fault(synthetic.service.url, name, "fail")
 
-    assert synthetic.wait(name, timeout=2)["TrainingJobStatus"] == "Failed"
+    assert synthetic.wait(name)["TrainingJobStatus"] == "Failed"
     with pytest.raises(FaultRejected, match="already ended"):
         request_fault(synthetic.service.url, name, "hang")
     with pytest.raises(FaultRejected, match="not found"):

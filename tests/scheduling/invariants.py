@@ -3,16 +3,21 @@
 Shared by the property tests (random snapshots) and the simulation test (every pass of a run).
 The checker does not use the scheduler's own ledger or preemption code, so a bug there cannot hide
 itself.
+
+`check_queue_against_sagemaker` compares the queue table with SageMaker's training jobs: it is shared
+by the tests that drive the whole service (concurrent passes, injected faults).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job, demand_of
+from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
@@ -234,3 +239,149 @@ def _heads_helped(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence
         ]
         if _covers(reclaimable, shortfall):
             raise Violation(f"head {head.name} lacks {shortfall} but could reclaim {[job.name for job in reclaimable]}")
+
+
+# ---------------------------------------------------------------------- the queue against SageMaker
+
+BUSY_STATUSES = ("InProgress", "Stopping")
+"""SageMaker statuses in which a training job holds its instances."""
+
+
+@dataclass(frozen=True)
+class TrainingJobView:
+    """A SageMaker training job as the checks see it: what it holds and which queue attempt it says
+    it is (its `smq:job` / `smq:attempt` tags; None for a job started outside the queue)."""
+
+    name: str
+    status: str
+    job: str | None
+    attempt: int | None
+    demand: Mapping[str, int]
+
+    @classmethod
+    def of(cls, name: str, status: str, request: Mapping[str, Any]) -> TrainingJobView:
+        tags = {tag["Key"]: tag["Value"] for tag in request.get("Tags") or ()}
+        attempt = tags.get(ATTEMPT_TAG, "")
+        return cls(name, status, tags.get(JOB_TAG), int(attempt) if attempt.isdigit() else None, demand_of(request))
+
+    @property
+    def busy(self) -> bool:
+        return self.status in BUSY_STATUSES
+
+
+def check_queue_against_sagemaker(
+    jobs: Iterable[Job],
+    training_jobs: Iterable[TrainingJobView],
+    capacity: Mapping[str, int],
+    *,
+    submitted: Iterable[str] = (),
+    settled: bool = False,
+) -> None:
+    """Raise Violation listing every broken rule between the queue table and SageMaker.
+
+    Always: no pool over-committed (live jobs in the table, busy training jobs in SageMaker), no job
+    with two busy training jobs, every queue training job is one recorded attempt of its job (nothing
+    started twice), every job in `submitted` still in the table, open attempts where the state says.
+    With `settled` (after a reconciliation that nothing disturbed), the two sides also agree: each
+    live job's current attempt is busy in SageMaker, and each busy training job is such an attempt.
+    """
+    jobs, training_jobs = list(jobs), list(training_jobs)
+    broken = [
+        *_queue_within_capacity(jobs, capacity),
+        *_sagemaker_within_capacity(training_jobs, capacity),
+        *_one_busy_attempt_per_job(training_jobs),
+        *_training_jobs_are_recorded_attempts(jobs, training_jobs),
+        *_no_job_lost(jobs, submitted),
+        *_attempts_open_where_live(jobs),
+    ]
+    if settled:
+        broken.extend(_sides_agree(jobs, training_jobs))
+    if broken:
+        raise Violation("; ".join(broken))
+
+
+def sagemaker_violations(training_jobs: Iterable[TrainingJobView], capacity: Mapping[str, int]) -> list[str]:
+    """The rules SageMaker's side alone must keep at every moment (for monitors that sample it)."""
+    training_jobs = list(training_jobs)
+    return [*_sagemaker_within_capacity(training_jobs, capacity), *_one_busy_attempt_per_job(training_jobs)]
+
+
+def _over(used: Counter[str], capacity: Mapping[str, int], side: str) -> list[str]:
+    return [f"{side}: {pool} uses {count} > {capacity[pool]}" for pool, count in sorted(used.items())
+            if pool in capacity and count > capacity[pool]]  # fmt: skip
+
+
+def _queue_within_capacity(jobs: list[Job], capacity: Mapping[str, int]) -> list[str]:
+    used: Counter[str] = Counter()
+    for job in jobs:
+        if job.state in LIVE_STATES:
+            used.update(job.demand)
+    return _over(used, capacity, "queue")
+
+
+def _sagemaker_within_capacity(training_jobs: list[TrainingJobView], capacity: Mapping[str, int]) -> list[str]:
+    used: Counter[str] = Counter()
+    for training_job in training_jobs:
+        if training_job.busy:
+            used.update(training_job.demand)
+    return _over(used, capacity, "SageMaker")
+
+
+def _one_busy_attempt_per_job(training_jobs: list[TrainingJobView]) -> list[str]:
+    busy: dict[str, list[str]] = {}
+    for training_job in training_jobs:
+        if training_job.busy and training_job.job is not None:
+            busy.setdefault(training_job.job, []).append(training_job.name)
+    return [f"{job} has {len(names)} busy training jobs {sorted(names)}" for job, names in sorted(busy.items())
+            if len(names) > 1]  # fmt: skip
+
+
+def _training_jobs_are_recorded_attempts(jobs: list[Job], training_jobs: list[TrainingJobView]) -> list[str]:
+    by_name = {job.name: job for job in jobs}
+    broken = []
+    for training_job in training_jobs:
+        if training_job.job is None:
+            continue
+        job = by_name.get(training_job.job)
+        names = {attempt.number: attempt.training_job_name for attempt in job.attempts} if job else {}
+        if names.get(training_job.attempt) != training_job.name:
+            broken.append(f"{training_job.name} is no recorded attempt of {training_job.job} (attempts: {names})")
+    for job in jobs:
+        names = [attempt.training_job_name for attempt in job.attempts]
+        if len(set(names)) != len(names):
+            broken.append(f"{job.name} records one training job for two attempts: {names}")
+    return broken
+
+
+def _no_job_lost(jobs: list[Job], submitted: Iterable[str]) -> list[str]:
+    present = {job.name for job in jobs}
+    return [f"{name} was submitted but is not in the table" for name in submitted if name not in present]
+
+
+def _attempts_open_where_live(jobs: list[Job]) -> list[str]:
+    broken = []
+    for job in jobs:
+        open_attempts = [attempt.number for attempt in job.attempts if attempt.is_open]
+        expected = [job.attempts[-1].number] if job.state in LIVE_STATES and job.attempts else []
+        if open_attempts != expected:
+            broken.append(f"{job.name} is {job.state} with open attempts {open_attempts}")
+    return broken
+
+
+def _sides_agree(jobs: list[Job], training_jobs: list[TrainingJobView]) -> list[str]:
+    by_name = {training_job.name: training_job for training_job in training_jobs}
+    broken = []
+    current = set()
+    for job in jobs:
+        attempt = job.current_attempt
+        if job.state not in LIVE_STATES or attempt is None:
+            continue
+        current.add(attempt.training_job_name)
+        training_job = by_name.get(attempt.training_job_name)
+        if training_job is None or not training_job.busy:
+            status = training_job.status if training_job else "no training job"
+            broken.append(f"{job.name} is {job.state} but its attempt {attempt.training_job_name} is {status}")
+    for training_job in training_jobs:
+        if training_job.busy and training_job.job is not None and training_job.name not in current:
+            broken.append(f"{training_job.name} is {training_job.status} but is no live job's current attempt")
+    return broken

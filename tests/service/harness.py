@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.domain.model import Job, demand_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
@@ -14,7 +15,14 @@ from smq_lambda.ports import JobStore
 from smq_lambda.service.scheduler import Scheduler
 
 from tests.support.fake_lease import InMemoryPassLease
-from tests.support.fakes import FakeClock, FakeConfigSource, FakeTrainingService, InMemoryJobStore
+from tests.support.fakes import (
+    FakeClock,
+    FakeConfigSource,
+    FakeTrainingService,
+    InMemoryJobStore,
+    InMemoryPoolUsageBoard,
+    StaticPolicySource,
+)
 
 POOL = "ml.p5.48xlarge"
 
@@ -55,12 +63,22 @@ class World:
     clock: FakeClock = field(default_factory=FakeClock)
     store: JobStore = field(default_factory=InMemoryJobStore)
     lease: Any = field(default_factory=InMemoryPassLease)
+    retry_limits: StartRetryLimits = DEFAULT_RETRY_LIMITS
+    policy: StaticPolicySource = field(default_factory=StaticPolicySource)
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
         self.config = FakeConfigSource(self.capacity, backfill=self.backfill)
+        self.usage = InMemoryPoolUsageBoard()
         self.scheduler = Scheduler(
-            store=self.store, training=self.sagemaker, config=self.config, lease=self.lease, clock=self.clock
+            store=self.store,
+            training=self.sagemaker,
+            config=self.config,
+            lease=self.lease,
+            clock=self.clock,
+            usage_board=self.usage,
+            retry_limits=self.retry_limits,
+            policy=self.policy,
         )
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:

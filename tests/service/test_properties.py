@@ -1,5 +1,5 @@
-"""Property-based: random histories of submissions, SageMaker progress, misdelivered events, cancels
-and priority changes never break the queue's invariants.
+"""Property-based: random histories of submissions, SageMaker progress, misdelivered events, cancels,
+priority changes, resubmitted names and forged events never break the queue's invariants.
 
 Events go to a mailbox instead of straight to the handler, so the machine can deliver them late,
 out of order, twice, or never (reconciliation must then repair what the lost event would have done).
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.training_status import is_own_attempt
 
 from tests.service.harness import World, queued_job
 
@@ -31,6 +32,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.mailbox: list[dict[str, Any]] = []
         self.delivered: list[dict[str, Any]] = []
         self.submitted = 0
+        self.forged: set[str] = set()
 
     # ------------------------------------------------------------------ the API side
 
@@ -40,7 +42,9 @@ class QueueMachine(RuleBasedStateMachine):
             return  # refused at submission (rule 4), never queued
         self.submitted += 1
         self.world.clock.advance(seconds=1)
-        job = queued_job(f"j{self.submitted}", priority=priority, submitted_at=self.world.clock(), pool=pool, instances=instances)
+        job = queued_job(
+            f"j{self.submitted}", priority=priority, submitted_at=self.world.clock(), pool=pool, instances=instances
+        )
         self.world.store.create(job)
         self._pass()
 
@@ -63,8 +67,23 @@ class QueueMachine(RuleBasedStateMachine):
     def change_priority(self, data: st.DataObject, priority: int) -> None:
         job = self.world.job(f"j{data.draw(st.integers(1, self.submitted))}")
         if job.state in ACTIVE_STATES:
-            self.world.store.save(lifecycle.reprioritize(job, self.world.clock(), priority), expected_version=job.version)
+            self.world.store.save(
+                lifecycle.reprioritize(job, self.world.clock(), priority, by="test"), expected_version=job.version
+            )
             self._pass()
+
+    @precondition(lambda self: self.submitted > 0)
+    @rule(data=st.data())
+    def resubmit_a_finished_name(self, data: st.DataObject) -> None:
+        old = self.world.job(f"j{data.draw(st.integers(1, self.submitted))}")
+        if old.state not in TERMINAL_STATES:
+            return
+        self.world.clock.advance(seconds=1)
+        new = queued_job(
+            old.name, priority=old.priority, submitted_at=self.world.clock(), pool=old.pool, instances=old.instances
+        )
+        self.world.store.create(new)
+        self._pass()
 
     # ------------------------------------------------------------------ SageMaker's side
 
@@ -97,6 +116,31 @@ class QueueMachine(RuleBasedStateMachine):
     def lose_an_event(self, data: st.DataObject) -> None:
         self.mailbox.pop(data.draw(st.integers(0, len(self.mailbox) - 1)))
 
+    @precondition(lambda self: self.submitted > 0)
+    @rule(
+        data=st.data(),
+        status=st.sampled_from(["InProgress", "Completed", "Failed", "Stopped"]),
+        attempt=st.integers(1, 3),
+    )
+    def forge_an_event(self, data: st.DataObject, status: str, attempt: int) -> None:
+        """Someone starts a training job outside the queue, wearing a queue job's tags."""
+        name = f"forged-{len(self.forged) + 1}"
+        self.forged.add(name)
+        victim = f"j{data.draw(st.integers(1, self.submitted))}"
+        tags = {"smq:job": victim, "smq:attempt": str(attempt)}
+        event = {
+            "version": "0",
+            "id": name,
+            "detail-type": "SageMaker Training Job State Change",
+            "source": "aws.sagemaker",
+            "account": "000000000000",
+            "time": "2024-01-01T00:00:00Z",
+            "region": "us-east-1",
+            "resources": [],
+            "detail": {"TrainingJobName": name, "TrainingJobStatus": status, "Tags": tags},
+        }
+        self._deliver(event)
+
     @rule()
     def reconcile(self) -> None:
         self.world.clock.advance(seconds=30)
@@ -124,10 +168,22 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_job_has_two_live_attempts(self) -> None:
-        per_job = Counter(
-            job.tags["smq:job"] for job in self.world.sagemaker.jobs.values() if job.status in BUSY
-        )
+        per_job = Counter(job.tags["smq:job"] for job in self.world.sagemaker.jobs.values() if job.status in BUSY)
         assert all(count == 1 for count in per_job.values()), per_job
+
+    @invariant()
+    def no_finished_job_leaves_a_training_job_of_its_own_running(self) -> None:
+        for job in self.world.all_jobs():
+            if job.state not in TERMINAL_STATES:
+                continue
+            for name, training_job in self.world.sagemaker.jobs.items():
+                attempt = training_job.tags["smq:attempt"]
+                ours = training_job.tags["smq:job"] == job.name and is_own_attempt(job, int(attempt), name)
+                assert not (ours and training_job.status == "InProgress"), f"{job.name} is {job.state}, {name} runs"
+
+    @invariant()
+    def the_queue_never_stops_a_training_job_it_did_not_start(self) -> None:
+        assert not self.forged & set(self.world.sagemaker.stop_calls)
 
     @invariant()
     def every_job_is_queued_live_or_finished_with_consistent_attempts(self) -> None:

@@ -14,11 +14,11 @@ class InMemoryPassLease:
         self.until: datetime | None = None
         self.rerun = False
 
-    def try_acquire(self, owner: str, now: datetime) -> bool:
+    def try_acquire(self, owner: str, now: datetime, duration: timedelta | None = None) -> bool:
         with self._lock:
             if self.owner is not None and self.until is not None and self.until >= now:
                 return False
-            self.owner, self.until, self.rerun = owner, now + self._duration, False
+            self.owner, self.until, self.rerun = owner, now + (self._duration if duration is None else duration), False
             return True
 
     def request_rerun(self) -> None:

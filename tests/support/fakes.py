@@ -14,12 +14,28 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item, to_item
+from smq_lambda.adapters.item_codec import (
+    Item,
+    archive_key,
+    archived,
+    decode_page_token,
+    encode_page_token,
+    from_item,
+    to_item,
+)
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
-from smq_lambda.errors import JobConflict, StartRefused, VersionConflict
-from smq_lambda.ports import JobPage, TrainingJobStatus
+from smq_lambda.errors import (
+    AlarmServiceError,
+    JobConflict,
+    StartOutcomeUnknown,
+    StartRefused,
+    VersionConflict,
+)
+from smq_lambda.governance.actions import NotifyPolicy
+from smq_lambda.governance.policy import Policy
+from smq_lambda.ports import JobPage, PoolUsageReport, TrainingJobStatus
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
@@ -48,7 +64,11 @@ class FakeClock:
 
 
 class InMemoryJobStore:
-    """The JobStore port over a dict of DynamoDB items; thread-safe, so concurrency tests can use it."""
+    """The JobStore port over a dict of DynamoDB items; thread-safe, so concurrency tests can use it.
+
+    Earlier jobs of a reused name are kept under their archive key, as the DynamoDB store keeps them;
+    reads that stand for an index Query see only items that carry `order_key`, as the sparse indexes do.
+    """
 
     def __init__(self, *, ttl_days: int = 30) -> None:
         self._ttl_days = ttl_days
@@ -59,14 +79,24 @@ class InMemoryJobStore:
         stored = replace(job, version=1)
         with self._lock:
             existing = self._items.get(job.name)
-            if existing is not None and JobState(existing["state"]["S"]) not in TERMINAL_STATES:
-                raise JobConflict(job.name, f"a job named {job.name!r} is already {existing['state']['S']}")
+            if existing is not None:
+                if existing["job_id"]["S"] == job.job_id:
+                    return from_item(existing)
+                if JobState(existing["state"]["S"]) not in TERMINAL_STATES:
+                    raise JobConflict(job.name, f"a job named {job.name!r} is already {existing['state']['S']}")
+                earlier = from_item(existing)
+                stored = replace(stored, earlier_job_ids=(earlier.job_id, *earlier.earlier_job_ids)[:MAX_EARLIER_JOBS])
+                self._items[archive_key(job.name, earlier.job_id)] = archived(existing)
             self._items[job.name] = to_item(stored, ttl_days=self._ttl_days)
         return stored
 
-    def get(self, name: str) -> Job | None:
+    def get(self, name: str, *, job_id: str | None = None) -> Job | None:
+        if job_id is not None and not JOB_ID_PATTERN.fullmatch(job_id):
+            return None
         with self._lock:
             item = self._items.get(name)
+            if job_id is not None and (item is None or item["job_id"]["S"] != job_id):
+                item = self._items.get(archive_key(name, job_id))
         return None if item is None else from_item(item)
 
     def save(self, job: Job, *, expected_version: int) -> Job:
@@ -117,9 +147,9 @@ class InMemoryJobStore:
         return JobPage(jobs=[from_item(item) for item in page], next_token=token)
 
     def all_jobs(self) -> list[Job]:
-        """Every job, finished ones included, by name: for invariant checks."""
+        """The newest job of every name, finished ones included, by name: for invariant checks."""
         with self._lock:
-            items = [self._items[name] for name in sorted(self._items)]
+            items = [self._items[name] for name in sorted(self._items) if "order_key" in self._items[name]]
         return [from_item(item) for item in items]
 
     def item(self, name: str) -> Item | None:
@@ -130,7 +160,7 @@ class InMemoryJobStore:
 
     def _ordered(self, keep: Callable[[Item], bool]) -> list[Item]:
         with self._lock:
-            items = [item for item in self._items.values() if keep(item)]
+            items = [item for item in self._items.values() if "order_key" in item and keep(item)]
         return sorted(items, key=lambda item: item["order_key"]["S"])
 
 
@@ -144,16 +174,32 @@ class FakeTrainingJob:
     secondary_status: str | None = "Starting"
     failure_reason: str | None = None
     end_time: datetime | None = None
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    """SecondaryStatusTransitions since the first `set_status` (StartTime/EndTime as datetimes)."""
 
     @property
     def tags(self) -> dict[str, str]:
         return {tag["Key"]: tag["Value"] for tag in self.request.get("Tags") or ()}
+
+    def enter(self, status: str, secondary_status: str, now: datetime) -> None:
+        """Move on as SageMaker does: a new secondary status closes the previous transition."""
+        if secondary_status != self.secondary_status or not self.transitions:
+            if self.transitions:
+                self.transitions[-1]["EndTime"] = now
+            self.transitions.append({"Status": secondary_status, "StartTime": now})
+        self.status, self.secondary_status = status, secondary_status
 
 
 @dataclass
 class _Refusal:
     reason: str
     lasting: bool
+    remaining: int | None
+
+
+@dataclass
+class _LostAnswer:
+    created: bool
     remaining: int | None
 
 
@@ -164,6 +210,8 @@ class FakeTrainingService:
     - `start_calls` / `stop_calls` record every call, in order (training job names).
     - `refuse(job_name, ...)` makes starts of a queue job fail, lasting or transient, for `times`
       calls (None: until `allow`).
+    - `lose_answer(job_name, created=...)` makes starts of a queue job raise StartOutcomeUnknown, as
+      a read timeout does, after creating the training job or not, for `times` calls.
     - A start of a name that already exists is a no-op, as ResourceInUse makes it for the adapter.
     - `describe` answers from `jobs`; like DescribeTrainingJob it carries no tags.
     - `external` is what `external_usage` reports (filtered to the pools asked about).
@@ -177,6 +225,7 @@ class FakeTrainingService:
     start_calls: list[str] = field(default_factory=list, init=False)
     stop_calls: list[str] = field(default_factory=list, init=False)
     _refusals: dict[str, _Refusal] = field(default_factory=dict, init=False, repr=False)
+    _lost_answers: dict[str, _LostAnswer] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def refuse(self, job_name: str, reason: str, *, lasting: bool, times: int | None = None) -> None:
@@ -186,6 +235,10 @@ class FakeTrainingService:
     def allow(self, job_name: str) -> None:
         with self._lock:
             self._refusals.pop(job_name, None)
+
+    def lose_answer(self, job_name: str, *, created: bool, times: int | None = 1) -> None:
+        with self._lock:
+            self._lost_answers[job_name] = _LostAnswer(created, times)
 
     def start_attempt(self, job: Job) -> None:
         request = attempt_request(job)
@@ -199,6 +252,15 @@ class FakeTrainingService:
                     if refusal.remaining <= 0:
                         del self._refusals[job.name]
                 raise StartRefused(refusal.reason, lasting=refusal.lasting)
+            lost = self._lost_answers.get(job.name)
+            if lost is not None:
+                if lost.remaining is not None:
+                    lost.remaining -= 1
+                    if lost.remaining <= 0:
+                        del self._lost_answers[job.name]
+                if lost.created and name not in self.jobs:
+                    self.jobs[name] = FakeTrainingJob(name=name, request=request)
+                raise StartOutcomeUnknown("Read timeout on endpoint URL")
             if name not in self.jobs:
                 self.jobs[name] = FakeTrainingJob(name=name, request=request)
 
@@ -211,7 +273,7 @@ class FakeTrainingService:
             if self.stop_immediately:
                 self._end(job, "Stopped", secondary_status="Stopped")
             else:
-                job.status = job.secondary_status = "Stopping"
+                job.enter("Stopping", "Stopping", self.clock())
 
     def describe(self, training_job_name: str) -> TrainingJobStatus | None:
         with self._lock:
@@ -224,6 +286,7 @@ class FakeTrainingService:
                 secondary_status=job.secondary_status,
                 failure_reason=job.failure_reason,
                 end_time=job.end_time,
+                secondary_status_transitions=tuple(dict(transition) for transition in job.transitions),
             )
 
     def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
@@ -242,8 +305,7 @@ class FakeTrainingService:
             job = self.jobs[training_job_name]
             secondary = secondary_status or _SECONDARY_OF.get(status, status)
             if status in BUSY_STATUSES:
-                job.status = status
-                job.secondary_status = secondary
+                job.enter(status, secondary, self.clock())
             else:
                 self._end(job, status, secondary_status=secondary, failure_reason=failure_reason)
 
@@ -267,6 +329,13 @@ class FakeTrainingService:
             }
             if job.failure_reason is not None:
                 detail["FailureReason"] = job.failure_reason
+            detail["SecondaryStatusTransitions"] = [
+                {
+                    key: _epoch_millis(value) if isinstance(value, datetime) else value
+                    for key, value in transition.items()
+                }
+                for transition in job.transitions
+            ]
             return {
                 "version": "0",
                 "id": str(uuid.uuid4()),
@@ -282,10 +351,15 @@ class FakeTrainingService:
     def _end(
         self, job: FakeTrainingJob, status: str, *, secondary_status: str, failure_reason: str | None = None
     ) -> None:
-        job.status = status
-        job.secondary_status = secondary_status
+        job.enter(status, secondary_status, self.clock())
+        job.transitions[-1]["EndTime"] = self.clock()
         job.failure_reason = failure_reason
         job.end_time = self.clock()
+
+
+def _epoch_millis(moment: datetime) -> int:
+    """How an EventBridge detail carries a time."""
+    return round(moment.timestamp() * 1000)
 
 
 class FakeConfigSource:
@@ -309,6 +383,26 @@ class FakeConfigSource:
         self.config = replace(self.config, pools=dict(pools))
 
 
+class InMemoryPoolUsageBoard:
+    """The PoolUsageBoard port: keeps the latest report, never replacing it with an older one (as
+    the DynamoDB board's condition does); `published` records every report a pass offered."""
+
+    def __init__(self) -> None:
+        self.published: list[PoolUsageReport] = []
+        self._latest: PoolUsageReport | None = None
+        self._lock = threading.Lock()
+
+    def publish(self, report: PoolUsageReport) -> None:
+        with self._lock:
+            self.published.append(report)
+            if self._latest is None or self._latest.measured_at <= report.measured_at:
+                self._latest = report
+
+    def latest(self) -> PoolUsageReport | None:
+        with self._lock:
+            return self._latest
+
+
 class RecordingTrigger:
     """The SchedulerTrigger port: records every kick and optionally runs `on_kick` (e.g. a pass)."""
 
@@ -320,3 +414,68 @@ class RecordingTrigger:
         self.kicks.append(reason)
         if self._on_kick is not None:
             self._on_kick(reason)
+
+
+class StaticPolicySource:
+    """The PolicySource port over a policy a test sets (and may change between passes)."""
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        self.policy = policy or Policy()
+
+    def load(self) -> Policy:
+        return self.policy
+
+
+class RecordingNotifier:
+    """The policy notifier of service/outside_jobs.py: records every notification; `fail` makes
+    each publish report failure, as the SNS adapter does when SNS refuses."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.sent: list[NotifyPolicy] = []
+        self.fail = fail
+
+    def notify(self, notification: NotifyPolicy) -> bool:
+        if self.fail:
+            return False
+        self.sent.append(notification)
+        return True
+
+
+class FakeIdleAlarms:
+    """The IdleAlarms port in memory: `alarms` maps each alarm's name to its PutMetricAlarm request,
+    `alarm_states` to its state (set a test's own with `set_state`); `fail` makes every call raise
+    AlarmServiceError, as the adapter does when CloudWatch fails."""
+
+    def __init__(self) -> None:
+        self.alarms: dict[str, Mapping[str, Any]] = {}
+        self.alarm_states: dict[str, str] = {}
+        self.put_calls = 0
+        self.fail = False
+
+    def put(self, requests: Collection[Mapping[str, Any]]) -> None:
+        self._check("PutMetricAlarm")
+        self.put_calls += 1
+        for request in requests:
+            self.alarms[request["AlarmName"]] = request
+            self.alarm_states.setdefault(request["AlarmName"], "INSUFFICIENT_DATA")
+
+    def delete(self, alarm_names: Collection[str]) -> None:
+        self._check("DeleteAlarms")
+        for name in alarm_names:
+            self.alarms.pop(name, None)
+            self.alarm_states.pop(name, None)
+
+    def names(self) -> list[str]:
+        self._check("DescribeAlarms")
+        return sorted(self.alarms)
+
+    def states(self, alarm_names: Collection[str]) -> dict[str, str]:
+        self._check("DescribeAlarms")
+        return {name: self.alarm_states[name] for name in alarm_names if name in self.alarm_states}
+
+    def set_state(self, name: str, state: str) -> None:
+        self.alarm_states[name] = state
+
+    def _check(self, operation: str) -> None:
+        if self.fail:
+            raise AlarmServiceError(operation, "Throttling", "Rate exceeded")

@@ -16,7 +16,7 @@ def requirement_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-@pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction"])
+@pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction", "IdleStopFunction"])
 def test_handlers_named_by_the_template_exist(template: dict[str, Any], function: str) -> None:
     properties = {**template["Globals"]["Function"], **template["Resources"][function]["Properties"]}
     assert properties["CodeUri"].rstrip("/") == "functions"

@@ -3,6 +3,7 @@ the functions' environment from it, as the local stack does."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ from smq.local.template import (
     evaluate,
     function_environment,
     load_template,
+    sns_subscriptions,
     ssm_parameters,
     table_definition,
 )
+from smq_lambda.governance.policy import Policy, parse_policy
 
 from tests.template.template_support import REQUIRED_PARAMETERS, TEMPLATE_PATH
 
@@ -30,6 +33,7 @@ CONTRACT_VARIABLES = {
     "SMQ_ALLOWED_ROLE_ARNS",
     "SMQ_ADMIN_PRINCIPALS",
     "SMQ_FINISHED_TTL_DAYS",
+    "SMQ_POLICY_PARAMETER",
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
 }
@@ -238,15 +242,26 @@ def test_table_definition_follows_the_template(sample: dict[str, Any]) -> None:
         table_definition(sample, logical_id="Param")
 
 
-@pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction"])
+@pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction", "IdleStopFunction"])
 def test_real_template_environment_is_the_contracts(function: str) -> None:
     template = load_template(TEMPLATE_PATH)
     environment = function_environment(template, function, resolver([]), parameter_overrides=REQUIRED_PARAMETERS)
-    expected = CONTRACT_VARIABLES | ({"SMQ_SCHEDULER_FUNCTION"} if function == "ApiFunction" else set())
+    own = {
+        "ApiFunction": {"SMQ_SCHEDULER_FUNCTION", "SMQ_ACCESS_RULES_PARAMETER"},
+        "SchedulerFunction": {
+            "SMQ_STUCK_AFTER_SECONDS",
+            "SMQ_MAX_START_REFUSALS",
+            "SMQ_MAX_START_REFUSAL_HOURS",
+            "SMQ_POLICY_TOPIC_ARN",
+            "SMQ_IDLE_TOPIC_ARN",
+        },
+        "IdleStopFunction": set(),
+    }
+    expected = CONTRACT_VARIABLES | own[function]
     assert set(environment) == expected
-    ((pools_name, pools_value),) = ssm_parameters(template, REQUIRED_PARAMETERS)
-    assert environment["SMQ_POOLS_PARAMETER"] == pools_name
-    assert pools_value == template["Parameters"]["CapacityPools"]["Default"]
+    parameters = dict(ssm_parameters(template, REQUIRED_PARAMETERS))
+    assert parse_policy(json.loads(parameters[environment["SMQ_POLICY_PARAMETER"]])) == Policy()
+    assert parameters[environment["SMQ_POOLS_PARAMETER"]] == template["Parameters"]["CapacityPools"]["Default"]
     assert environment["SMQ_TABLE_NAME"] == "physical-QueueTable"
     assert environment["SMQ_ALLOWED_ROLE_ARNS"] == REQUIRED_PARAMETERS["AllowedRoleArns"]
     assert (environment["SMQ_UNPOOLED"], environment["SMQ_BACKFILL"], environment["SMQ_FINISHED_TTL_DAYS"]) == (
@@ -255,3 +270,15 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
         "30",
     )
     assert (environment["SMQ_ADMIN_PRINCIPALS"], environment["POWERTOOLS_SERVICE_NAME"]) == ("", "smq")
+
+
+def test_the_functions_subscribed_to_topics_come_from_their_sns_events() -> None:
+    """What the local stack subscribes to moto's topics, as SAM does for `Events: {Type: SNS}`."""
+    calls: list[tuple[str, str | None]] = []
+
+    template = load_template(TEMPLATE_PATH)
+
+    subscriptions = sns_subscriptions(template, resolver(calls), parameter_overrides=REQUIRED_PARAMETERS)
+
+    assert subscriptions == [("IdleStopFunction", "smq_lambda.handlers.idle.handler", "physical-IdleAlarmTopic")]
+    assert calls == [("IdleAlarmTopic", None)]

@@ -32,11 +32,30 @@ def register_local_commands(subparsers: Any) -> None:
     up.add_argument("--stop-grace", type=float, default=120.0, metavar="SECONDS", help="SIGTERM to SIGKILL")
     up.add_argument("--backfill", action="store_true", help="let smaller jobs use instances a waiting head cannot")
     up.add_argument("--verbose", action="store_true", help="print the handlers' logs and metrics")
+    up.add_argument(
+        "--policy",
+        type=_policy,
+        metavar="FILE.json",
+        help="the governance policy document to load into the policy parameter (default: the template's)",
+    )
+    up.add_argument(
+        "--alarm-period-seconds",
+        type=_positive_seconds,
+        metavar="N",
+        help="evaluate the idle-GPU alarms over N-second periods instead of their own (the policy's "
+        "idle.period_seconds, 300 by default), so an idle job is stopped within seconds",
+    )
     up.set_defaults(func=_up)
 
     inject = commands.add_parser("inject", help="inject a fault into a running job of the local stack")
     inject.add_argument("fault", choices=FAULTS)
     inject.add_argument("job", help="queue job name or SageMaker training job name")
+    inject.add_argument(
+        "--reason",
+        metavar="TEXT",
+        help="fail only: the FailureReason SageMaker reports (default: an InternalServerError, which the "
+        "queue retries; e.g. 'AlgorithmError: ...' for a failure of the training code, which it does not)",
+    )
     inject.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     inject.set_defaults(func=_inject)
 
@@ -53,6 +72,29 @@ def _capacity(text: str) -> tuple[str, int]:
     return pool, int(count)
 
 
+def _positive_seconds(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds >= 1, got {text!r}")
+    return int(text)
+
+
+def _policy(path: str) -> dict[str, Any]:
+    """The policy document in `path`, checked as the functions will check it, so a mistake is
+    reported now rather than logged by every function later."""
+    from smq_lambda.governance.policy import PolicyError, parse_policy
+
+    try:
+        document = json.loads(Path(path).read_text())
+        parse_policy(document)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{path} is not valid JSON: {exc}") from exc
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from exc
+    return document
+
+
 def _up(args: argparse.Namespace) -> int:
     from smq.local.stack import LocalStack, LocalStackOptions
 
@@ -64,6 +106,8 @@ def _up(args: argparse.Namespace) -> int:
         stop_grace_seconds=args.stop_grace,
         backfill=args.backfill,
         verbose=args.verbose,
+        policy=args.policy,
+        alarm_period_seconds=args.alarm_period_seconds,
     )
     stopped = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -90,7 +134,7 @@ def _inject(args: argparse.Namespace) -> int:
         raise SystemExit(f"smq: {exc}") from None
     training_job = training_job_for(state["api_url"], args.job)
     try:
-        request_fault(state["sagemaker_url"], training_job, args.fault)
+        request_fault(state["sagemaker_url"], training_job, args.fault, args.reason)
     except FaultRejected as exc:
         raise SystemExit(f"smq: could not inject {args.fault} into {training_job}: {exc}") from None
     print(f"injected {args.fault} into {training_job}")

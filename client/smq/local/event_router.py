@@ -1,10 +1,14 @@
-"""Delivers events to the scheduler handler the way EventBridge and Lambda would, on one machine.
+"""Delivers events to one function's handler the way Lambda's asynchronous invocations would, on
+one machine: EventBridge events (the local SageMaker service's, the reconciliation schedule),
+Lambda's `Invoke` call and SNS notifications.
 
-One worker thread calls the handler, so the scheduler never runs twice at once (the template's
+One worker thread calls the handler, so the function never runs twice at once (the scheduler's
 reserved concurrency of 1). Delivery is at least once: a handler that raises gets the event again
-after a short delay, like Lambda's asynchronous retries. It also serves Lambda's `Invoke` call, so
-the API handler's asynchronous kick (boto3 `lambda.invoke(InvocationType="Event")`) reaches the
-scheduler through `AWS_ENDPOINT_URL_LAMBDA` without knowing it is local.
+after a short delay, like Lambda's asynchronous retries. It serves Lambda's `Invoke` call, so the
+API handler's asynchronous kick (boto3 `lambda.invoke(InvocationType="Event")`) reaches the
+scheduler through `AWS_ENDPOINT_URL_LAMBDA` without knowing it is local; and it is an HTTP endpoint
+an SNS topic (moto's) can be subscribed to, whose notifications it hands to the handler as the SNS
+event Lambda gives a subscribed function.
 
 For tests it can misbehave on purpose (`Chaos`): duplicate, delay, reorder or drop events.
 """
@@ -25,6 +29,7 @@ from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 from smq.local.lambda_context import LambdaContext
 
@@ -34,6 +39,8 @@ Handler = Callable[[dict[str, Any], Any], Any]
 RETRY_DELAY_SECONDS = 1.0
 MAX_ATTEMPTS = 3
 """Lambda retries a failed asynchronous invocation twice."""
+SNS_PATH = "/sns"
+"""Where an SNS topic's HTTP subscription delivers: `<router url>/sns`."""
 
 
 @dataclass
@@ -59,6 +66,36 @@ def scheduled_event() -> dict[str, Any]:
         "region": "us-east-1",
         "resources": ["arn:aws:events:us-east-1:000000000000:rule/smq-reconcile"],
         "detail": {},
+    }
+
+
+def sns_event(notification: dict[str, Any]) -> dict[str, Any]:
+    """The event Lambda gives a function subscribed to a topic, made from the notification SNS posts
+    to an HTTP subscriber: the same members, two spelt differently, and the subscription named by
+    the notification's unsubscribe URL."""
+    unsubscribe = notification["UnsubscribeURL"]
+    (subscription,) = parse_qs(urlparse(unsubscribe).query)["SubscriptionArn"]
+    return {
+        "Records": [
+            {
+                "EventSource": "aws:sns",
+                "EventVersion": "1.0",
+                "EventSubscriptionArn": subscription,
+                "Sns": {
+                    "Type": notification["Type"],
+                    "MessageId": notification["MessageId"],
+                    "TopicArn": notification["TopicArn"],
+                    "Subject": notification.get("Subject"),
+                    "Message": notification["Message"],
+                    "Timestamp": notification["Timestamp"],
+                    "SignatureVersion": notification["SignatureVersion"],
+                    "Signature": notification["Signature"],
+                    "SigningCertUrl": notification["SigningCertURL"],
+                    "UnsubscribeUrl": unsubscribe,
+                    "MessageAttributes": notification.get("MessageAttributes", {}),
+                },
+            }
+        ]
     }
 
 
@@ -119,12 +156,16 @@ class EventRouter:
             self._cv.notify_all()
 
     def shutdown(self) -> None:
+        """Stop serving and delivering; safe on a router never started (a stack that failed to
+        start), whose server's shutdown would otherwise wait forever."""
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
-        self._server.shutdown()
+        started = [thread for thread in self._threads if thread.ident is not None]
+        if started:
+            self._server.shutdown()
         self._server.server_close()
-        for thread in self._threads:
+        for thread in started:
             thread.join(timeout=10)
 
     def _deliver_forever(self) -> None:
@@ -157,11 +198,15 @@ class EventRouter:
         router = self
 
         class InvokeHandler(BaseHTTPRequestHandler):
-            """Lambda's `POST /2015-03-31/functions/{name}/invocations` for InvocationType=Event."""
+            """Lambda's `POST /2015-03-31/functions/{name}/invocations` for InvocationType=Event, and
+            SNS's HTTP delivery to `POST /sns`."""
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server naming
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b"{}"
+                if self.path == SNS_PATH:
+                    self._deliver_notification(body)
+                    return
                 if "/functions/" not in self.path or not self.path.endswith("/invocations"):
                     self._reply(HTTPStatus.NOT_FOUND, {"Type": "User", "Message": "unknown path"})
                     return
@@ -172,6 +217,16 @@ class EventRouter:
                     return
                 router.publish(payload if isinstance(payload, dict) else {"payload": payload})
                 self._reply(HTTPStatus.ACCEPTED, None)
+
+            def _deliver_notification(self, body: bytes) -> None:
+                """Answer at once (SNS's delivery waits for it); the handler runs on the worker."""
+                try:
+                    event = sns_event(json.loads(body))
+                except (ValueError, KeyError, TypeError):
+                    self._reply(HTTPStatus.BAD_REQUEST, {"Message": "not an SNS notification"})
+                    return
+                router.publish(event)
+                self._reply(HTTPStatus.OK, None)
 
             def _reply(self, status: HTTPStatus, body: dict[str, Any] | None) -> None:
                 data = json.dumps(body).encode() if body is not None else b""
@@ -190,6 +245,8 @@ class EventRouter:
 
 
 def _describe(event: dict[str, Any]) -> str:
+    if isinstance(event.get("Records"), list):
+        return f"SNS notification from {event['Records'][0]['Sns']['TopicArn']}"
     detail = event.get("detail") if isinstance(event.get("detail"), dict) else {}
     name = detail.get("TrainingJobName")
     status = detail.get("TrainingJobStatus")

@@ -1,13 +1,15 @@
 """The whole smq stack on one machine: moto, the local SageMaker service, the API front, the event
-router, and the same handler code that runs in Lambda.
+routers, the alarm evaluator, and the same handler code that runs in Lambda.
 
-Resources come from template.yaml (the table, the SSM parameters, the SNS topics), so the template
-stays the single source of truth. The handlers find the emulators only through the standard
-`AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know they are local.
+Resources come from template.yaml (the table, the SSM parameters, the SNS topics and the functions
+subscribed to them), so the template stays the single source of truth. The handlers find the
+emulators only through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know they
+are local.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -15,21 +17,30 @@ import socket
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import boto3
 import requests
 from moto.server import ThreadedMotoServer
+from smq_lambda.governance.idle import ALARM_PREFIX
 
 from smq.api_client import SmqApiClient
 from smq.errors import JobNotFound
+from smq.local.alarm_evaluator import AlarmEvaluator
 from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
-from smq.local.event_router import Chaos, EventRouter
-from smq.local.sagemaker import LocalSageMaker
-from smq.local.template import function_environment, load_template, ssm_parameters, table_definition
+from smq.local.event_router import SNS_PATH, Chaos, EventRouter, Handler
+from smq.local.sagemaker import LocalSageMaker, PhaseTimings
+from smq.local.template import (
+    evaluate,
+    function_environment,
+    load_template,
+    sns_subscriptions,
+    ssm_parameters,
+    table_definition,
+)
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 TEMPLATE = REPOSITORY / "template.yaml"
@@ -39,6 +50,8 @@ TABLE_NAME = "smq-queue"
 BUCKET = "smq-local"
 SCHEDULER_FUNCTION = "smq-scheduler"
 API_FUNCTION = "smq-api"
+POLICY_PARAMETER = "PolicyParameter"
+"""The template's logical id of the governance policy parameter (`--policy` overwrites its value)."""
 MOTO_SERVICES = {
     "dynamodb": "DYNAMODB",
     "s3": "S3",
@@ -46,6 +59,7 @@ MOTO_SERVICES = {
     "cloudwatch": "CLOUDWATCH",
     "logs": "CLOUDWATCH_LOGS",
     "sns": "SNS",
+    "sqs": "SQS",
     "sts": "STS",
     "cloudformation": "CLOUDFORMATION",
 }
@@ -73,6 +87,12 @@ class LocalStackOptions:
     admin_principals: tuple[str, ...] = ()
     template: Path = TEMPLATE
     verbose: bool = False
+    policy: Mapping[str, Any] | None = None
+    """The governance policy document (governance/policy.py) written to the policy parameter in
+    place of the one the template builds from its parameters' defaults."""
+    alarm_period_seconds: int | None = None
+    """The period the local alarm evaluator reads metrics over, in place of each alarm's own (the
+    policy's `idle.period_seconds`), so an idle job is stopped in seconds; None: the alarm's own."""
 
 
 def _free_port() -> int:
@@ -90,9 +110,14 @@ class LocalStack:
         self._moto: ThreadedMotoServer | None = None
         self._sagemaker: LocalSageMaker | None = None
         self._router: EventRouter | None = None
+        self._subscribers: list[EventRouter] = []
+        """One router per function the template subscribes to an SNS topic."""
+        self._alarms: AlarmEvaluator | None = None
         self._api: ApiFront | None = None
         self._saved_environ: dict[str, str | None] = {}
         self._holds_process = False
+        self._topics: dict[str, str] = {}
+        """The template's SNS topics (logical id) and their ARNs in moto."""
         self.aws_env: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -126,31 +151,49 @@ class LocalStack:
                 aws_env=self.aws_env,
                 region=REGION,
                 account_id=ACCOUNT,
+                timings=self._timings(),
             )
             self._sagemaker.start()
             self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
             self.aws_env["AWS_ENDPOINT_URL_LAMBDA"] = self._router.url
             self._provision()
+            self._subscribe_functions()
             self._enter_function_environment()
             self._api = ApiFront(self._api_handler, port=self.options.api_port)
             self._api.start()
             self._router.start()
+            for subscriber in self._subscribers:
+                subscriber.start()
+            self._alarms = AlarmEvaluator(
+                self.boto3_client("cloudwatch"),
+                self.boto3_client("sns"),
+                name_prefix=ALARM_PREFIX,
+                period_seconds=self.options.alarm_period_seconds,
+                region=REGION,
+                account=ACCOUNT,
+            )
+            self._alarms.start()
             self._write_state_file()
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
-        """Stop every job process, then every server; restore the environment."""
+        """Stop every job process, then the alarm evaluator (which notifies the routers), then every
+        server; restore the environment."""
         if self._sagemaker is not None:
             self._sagemaker.shutdown()
-        if self._router is not None:
-            self._router.shutdown()
+        if self._alarms is not None:
+            self._alarms.shutdown()
+        for router in [self._router, *self._subscribers]:
+            if router is not None:
+                router.shutdown()
         if self._api is not None:
             self._api.shutdown()
         if self._moto is not None:
             self._moto.stop()
-        self._sagemaker = self._router = self._api = self._moto = None
+        self._sagemaker = self._router = self._alarms = self._api = self._moto = None
+        self._subscribers = []
         self._leave_function_environment()
         (self.workdir / STATE_FILE).unlink(missing_ok=True)
         if self._holds_process:
@@ -188,12 +231,12 @@ class LocalStack:
             aws_secret_access_key="testing",
         )
 
-    def inject(self, job: str, fault: str) -> str:
-        """Inject a fault into a running attempt. `job` is a queue job or a SageMaker job name;
-        returns the SageMaker name it hit."""
+    def inject(self, job: str, fault: str, reason: str | None = None) -> str:
+        """Inject a fault into a running attempt (`reason`: the FailureReason of a `fail`). `job` is
+        a queue job or a SageMaker job name; returns the SageMaker name it hit."""
         training_job = training_job_for(self.api_url, job)
         assert self._sagemaker is not None, "the stack is not running"
-        self._sagemaker.inject(training_job, fault)
+        self._sagemaker.inject(training_job, fault, reason)
         return training_job
 
     def training_logs(self, training_job_name: str) -> str:
@@ -260,18 +303,62 @@ class LocalStack:
         ssm = self.boto3_client("ssm")
         for name, value in ssm_parameters(template, self._parameter_overrides(), pseudo_parameters=self._pseudo()):
             ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+        self._template = template
+        if self.options.policy is not None:
+            ssm.put_parameter(Name=self.policy_parameter, Value=json.dumps(self.options.policy), Overwrite=True)
         sns = self.boto3_client("sns")
         for logical_id, resource in (template.get("Resources") or {}).items():
             if resource.get("Type") == "AWS::SNS::Topic":
-                sns.create_topic(Name=f"smq-{logical_id}")
+                self._topics[logical_id] = sns.create_topic(Name=f"smq-{logical_id}")["TopicArn"]
         self.boto3_client("s3").create_bucket(Bucket=BUCKET)
         self._template = template
+
+    def _subscribe_functions(self) -> None:
+        """Subscribe each function the template subscribes to an SNS topic, through a router of its
+        own: moto's SNS posts every notification to the router, which invokes the function."""
+        sns = self.boto3_client("sns")
+        subscriptions = sns_subscriptions(
+            self._template,
+            self._resolve,
+            parameter_overrides=self._parameter_overrides(),
+            pseudo_parameters=self._pseudo(),
+        )
+        for function, handler, topic_arn in subscriptions:
+            router = EventRouter(
+                _template_handler(handler), function_name=f"smq-{function}", reconcile_every_seconds=None
+            )
+            self._subscribers.append(router)
+            sns.subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"{router.url}{SNS_PATH}")
+
+    def _timings(self) -> PhaseTimings:
+        """Training jobs report GPU utilization at least twice per alarm period, so every period of
+        a training job has a datapoint: a period without one never counts as idle, and a gap would
+        only delay an idle job's stop."""
+        timings = PhaseTimings()
+        period = self.options.alarm_period_seconds
+        if period is None:
+            return timings
+        return replace(timings, metric_interval=min(timings.metric_interval, period / 2))
+
+    @property
+    def policy_parameter(self) -> str:
+        """The SSM parameter of the governance policy, as the template names it."""
+        resource = (self._template.get("Resources") or {}).get(POLICY_PARAMETER) or {}
+        name = (resource.get("Properties") or {}).get("Name")
+        return str(evaluate(self._template, name, pseudo_parameters=self._pseudo()))
+
+    def topic_arn(self, logical_id: str) -> str:
+        """The ARN of one of the template's SNS topics in the local SNS (moto)."""
+        return self._topics[logical_id]
 
     def _pseudo(self) -> dict[str, str]:
         return {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws", "AWS::StackName": "smq"}
 
     def _resolve(self, logical_id: str, attribute: str | None) -> str:
         names = {"QueueTable": TABLE_NAME, "SchedulerFunction": SCHEDULER_FUNCTION, "ApiFunction": API_FUNCTION}
+        resource = (self._template.get("Resources") or {}).get(logical_id) or {}
+        if resource.get("Type") == "AWS::SNS::Topic" and attribute in (None, "TopicArn"):
+            return self.topic_arn(logical_id)
         if logical_id in names:
             name = names[logical_id]
             if attribute == "Arn":
@@ -284,10 +371,15 @@ class LocalStack:
         return logical_id
 
     def _enter_function_environment(self) -> None:
-        """Both handlers run in this process, so their environment is this process's."""
+        """Every handler runs in this process, so their environment is this process's."""
         overrides = self._parameter_overrides()
         environment: dict[str, str] = {}
-        for function in ("SchedulerFunction", "ApiFunction"):
+        functions = [
+            logical_id
+            for logical_id, resource in (self._template.get("Resources") or {}).items()
+            if resource.get("Type") == "AWS::Serverless::Function"
+        ]
+        for function in functions:
             environment.update(
                 function_environment(
                     self._template,
@@ -337,11 +429,25 @@ class LocalStack:
         (self.workdir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
 
+def _template_handler(handler: str) -> Handler:
+    """The function a template's `Handler` names, imported when it is first invoked (as Lambda
+    imports it at a cold start)."""
+    module, _, name = handler.rpartition(".")
+
+    def invoke(event: dict[str, Any], context: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(event, context)
+
+    return invoke
+
+
 def _reset_handler_caches() -> None:
     """Handlers build their clients once per cold start; a new stack is a new cold start."""
-    from smq_lambda.handlers import api, scheduler
+    from smq_lambda.handlers import api, idle, scheduler
 
     scheduler.default_scheduler.cache_clear()
+    scheduler.default_outside_jobs.cache_clear()
+    scheduler.default_policy.cache_clear()
+    idle.default_idle_stop.cache_clear()
     api.default_app.cache_clear()
 
 

@@ -359,6 +359,27 @@ def function_environment(
     return environment
 
 
+def sns_subscriptions(
+    template: Mapping[str, Any],
+    resolve: Resolver,
+    *,
+    parameter_overrides: Mapping[str, Any] | None = None,
+    pseudo_parameters: Mapping[str, str] | None = None,
+) -> list[tuple[str, str, str]]:
+    """(function logical id, its Handler, topic) for every SNS event source of the template's
+    functions: the subscriptions SAM creates for `Events: {Type: SNS}`. `resolve` answers the
+    topic's Ref (its ARN)."""
+    evaluator = _Evaluator(template, resolve, parameter_overrides, pseudo_parameters)
+    subscriptions = []
+    for logical_id, resource in _resources_of_type(template, "AWS::Serverless::Function").items():
+        properties = resource.get("Properties") or {}
+        for event in (properties.get("Events") or {}).values():
+            if event.get("Type") == "SNS":
+                topic = _text(evaluator.value(event["Properties"]["Topic"]))
+                subscriptions.append((logical_id, _text(properties["Handler"]), topic))
+    return subscriptions
+
+
 def evaluate(
     template: Mapping[str, Any],
     node: Any,

@@ -8,6 +8,17 @@ tests that run passes on threads, and any retry that overlaps a slow pass.
 
     holder A: acquire ─── pass ───────────── release? (rerun set → clear, pass again) ── release
     caller B:            acquire ✗ → set rerun → acquire ✗ → return (A will run for B)
+
+How long a lease lasts. A pass that Lambda kills at its timeout never releases the lease, and no
+pass can run until it expires; a lease shorter than the invocation could expire under a live pass.
+So a Lambda invocation holds the lease exactly as long as it can live: its remaining time
+(`LambdaContext.get_remaining_time_in_millis()`) plus `EXPIRY_MARGIN`, which absorbs clock skew
+and the whole seconds the item stores. Callers without a Lambda context get `DEFAULT_DURATION`,
+the scheduler function's `Timeout` in template.yaml plus the margin (a test keeps the two equal).
+
+    invocation: start ──── pass ──── killed at its timeout
+    lease:            acquire ─────────────────────────────┤ until = deadline + margin
+    next pass:                                             └─ may acquire
 """
 
 from __future__ import annotations
@@ -17,10 +28,22 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+
 LEASE_KEY = {"name": {"S": "#scheduler-lease"}}
 """Job names cannot contain '#', so the lease can never collide with a job."""
-DEFAULT_DURATION = timedelta(minutes=5)
-"""Longer than the scheduler function's timeout, so a live holder never loses the lease."""
+SCHEDULER_TIMEOUT = timedelta(seconds=180)
+"""The scheduler function's `Timeout` in template.yaml."""
+EXPIRY_MARGIN = timedelta(seconds=5)
+"""How long after its holder's deadline a lease still stands: clock skew and rounding to seconds."""
+DEFAULT_DURATION = SCHEDULER_TIMEOUT + EXPIRY_MARGIN
+"""For callers without a Lambda context: as long as any scheduler invocation can live."""
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def lease_duration(remaining_millis: int) -> timedelta:
+    """How long an invocation with `remaining_millis` to live holds the lease."""
+    return timedelta(milliseconds=max(remaining_millis, 0)) + EXPIRY_MARGIN
 
 
 class DynamoPassLease:
@@ -29,13 +52,14 @@ class DynamoPassLease:
         self._client = client
         self._duration = duration
 
-    def try_acquire(self, owner: str, now: datetime) -> bool:
+    def try_acquire(self, owner: str, now: datetime, duration: timedelta | None = None) -> bool:
+        until = now + (self._duration if duration is None else duration)
         return self._update(
             "SET lease_owner = :owner, lease_until = :until REMOVE rerun",
             condition="attribute_not_exists(lease_owner) OR lease_until < :now",
             values={
                 ":owner": {"S": owner},
-                ":until": {"N": str(int((now + self._duration).timestamp()))},
+                ":until": {"N": str(int(until.timestamp()))},
                 ":now": {"N": str(int(now.timestamp()))},
             },
         )
@@ -70,10 +94,11 @@ class DynamoPassLease:
         }
         if condition is not None:
             request["ConditionExpression"] = condition
-        try:
-            self._client.update_item(**request)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise
+        with unavailable_as_typed():
+            try:
+                self._client.update_item(**request)
+            except ClientError as exc:
+                if error_code(exc) == CONDITION_FAILED:
+                    return False
+                raise
         return True

@@ -8,7 +8,14 @@ Item layout (partition key `name`):
     priority, version, start_failures           N
     submitted_at, updated_at, not_before        S  ISO 8601 UTC with `Z` (absent when None)
     demand                                      M  {instance type: N}
-    attempts                                    L  of M (number, training_job_name, started_at, ...)
+    attempts                                    L  of M (number, training_job_name, started_at, ...):
+                                                   the most recent MAX_INLINE_ATTEMPTS only
+    earlier_attempts                            N  attempts no longer kept in full (absent when 0)
+    earlier_outcomes                            M  {outcome: N} of those (absent when empty)
+    history                                     L  of M (at, by, what): notable changes, the most
+                                                   recent MAX_HISTORY (absent when empty)
+    earlier_job_ids                             L  of S: earlier jobs of the name, newest first
+                                                   (absent when empty)
     reason                                      S  (absent when None)
     request                                     S  JSON text: the CreateTrainingJob dict exactly as
                                                    submitted (a map would turn ints into Decimals
@@ -17,6 +24,14 @@ Item layout (partition key `name`):
     pending_pool                                S  only while pending: the sparse `pending-by-pool`
                                                    index holds pending jobs and nothing else
     expires_at                                  N  only in terminal states: the table's TTL
+
+Free texts (reasons, what a change did) are stored up to MAX_TEXT_CHARS characters, so that with
+the bounded lists above and the API's 256 KB request limit a job always fits DynamoDB's 400 KB item.
+
+Earlier jobs of a reused name (see `archived`) live under the key `<name>#<job_id>`, with no
+`order_key` or `pending_pool`: they are in neither index. The table's other keys cannot collide with
+a job or with each other: job names never contain '#' (and never '.', which every idempotency record
+key `<function>#<hash>` has); the scheduler lease is `#scheduler-lease`, which no job name starts with.
 """
 
 from __future__ import annotations
@@ -27,7 +42,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Job, order_key
+from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Change, Job, order_key
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 
@@ -35,6 +50,10 @@ Item = dict[str, dict[str, Any]]
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _TOKEN_VERSION = 1
+MAX_TEXT_CHARS = 1024
+"""The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
+ARCHIVE_SEPARATOR = "#"
+_INDEX_ATTRIBUTES = ("order_key", "pending_pool")
 
 
 def format_time(value: datetime) -> str:
@@ -83,12 +102,22 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         "request": {"S": json.dumps(job.request, separators=(",", ":"))},
         "order_key": {"S": job_order_key(job)},
     }
+    if job.earlier_attempts:
+        item["earlier_attempts"] = {"N": str(job.earlier_attempts)}
+    if job.earlier_outcomes:
+        item["earlier_outcomes"] = {"M": {key: {"N": str(count)} for key, count in job.earlier_outcomes.items()}}
+    if job.history:
+        item["history"] = {"L": [{"M": _change_to_map(change)} for change in job.history]}
+    if job.earlier_job_ids:
+        item["earlier_job_ids"] = {"L": [{"S": job_id} for job_id in job.earlier_job_ids]}
     if job.updated_at is not None:
         item["updated_at"] = {"S": format_time(job.updated_at)}
     if job.reason is not None:
-        item["reason"] = {"S": job.reason}
+        item["reason"] = {"S": bounded_text(job.reason)}
     if job.not_before is not None:
         item["not_before"] = {"S": format_time(job.not_before)}
+    if job.stop_outcome is not None:
+        item["stop_outcome"] = {"S": job.stop_outcome}
     if job.state is JobState.PENDING:
         item["pending_pool"] = {"S": job.pool}
     expiry = expires_at(job, ttl_days)
@@ -98,8 +127,9 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
 
 
 def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
+    """The job an item holds, current or archived (an archived item's key carries its job id)."""
     return Job(
-        name=item["name"]["S"],
+        name=item["name"]["S"].partition(ARCHIVE_SEPARATOR)[0],
         job_id=item["job_id"]["S"],
         state=JobState(item["state"]["S"]),
         priority=int(item["priority"]["N"]),
@@ -113,7 +143,30 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         start_failures=int(item["start_failures"]["N"]),
         updated_at=_optional_time(item, "updated_at"),
         request=json.loads(item["request"]["S"]),
+        earlier_attempts=int(item.get("earlier_attempts", {"N": "0"})["N"]),
+        earlier_outcomes={key: int(value["N"]) for key, value in item.get("earlier_outcomes", {"M": {}})["M"].items()},
+        history=tuple(_change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),
+        earlier_job_ids=tuple(entry["S"] for entry in item.get("earlier_job_ids", {"L": []})["L"]),
+        stop_outcome=_optional_s(item, "stop_outcome"),
     )
+
+
+def archive_key(name: str, job_id: str) -> str:
+    """Where an earlier job of a reused name stays readable until its TTL."""
+    return f"{name}{ARCHIVE_SEPARATOR}{job_id}"
+
+
+def archived(item: Mapping[str, Mapping[str, Any]]) -> Item:
+    """A finished job's item as kept once its name is reused: same attributes under its archive
+    key, out of both indexes (no `order_key`, no `pending_pool`), expiring when it would have."""
+    copy = {key: dict(value) for key, value in item.items() if key not in _INDEX_ATTRIBUTES}
+    copy["name"] = {"S": archive_key(item["name"]["S"], item["job_id"]["S"])}
+    return copy
+
+
+def bounded_text(text: str) -> str:
+    """`text` cut to MAX_TEXT_CHARS: a refusal that echoes a whole request must not fill the item."""
+    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
 
 def encode_page_token(after_order_key: str) -> str:
@@ -152,7 +205,7 @@ def _attempt_to_map(attempt: Attempt) -> Item:
     if attempt.outcome is not None:
         entry["outcome"] = {"S": attempt.outcome}
     if attempt.reason is not None:
-        entry["reason"] = {"S": attempt.reason}
+        entry["reason"] = {"S": bounded_text(attempt.reason)}
     return entry
 
 
@@ -166,6 +219,14 @@ def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
         reason=_optional_s(entry, "reason"),
         backfill=bool(entry["backfill"]["BOOL"]),
     )
+
+
+def _change_to_map(change: Change) -> Item:
+    return {"at": {"S": format_time(change.at)}, "by": {"S": change.by}, "what": {"S": bounded_text(change.what)}}
+
+
+def _change_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Change:
+    return Change(at=parse_time(entry["at"]["S"]), by=entry["by"]["S"], what=entry["what"]["S"])
 
 
 def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:

@@ -2,19 +2,35 @@
 training jobs the queue did not start hold in its pools.
 
 Every error code the queue acts on is in an explicit map below; nothing looks at message text.
+Transport failures (timeouts, dropped connections) are botocore exceptions, mapped by class.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+from aws_lambda_powertools import Logger
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    HTTPClientError,
+    ParamValidationError,
+    ProxyConnectionError,
+)
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job, demand_of
-from smq_lambda.errors import StartRefused, TrainingServiceError
+from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job
+from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 from smq_lambda.ports import TrainingJobStatus
+
+logger = Logger(service="smq", child=True)
 
 QUEUE_TAG_PREFIX = "smq:"
 """Tags the queue owns. A request's own tags under this prefix are dropped so they cannot lie about
@@ -47,6 +63,9 @@ START_ERRORS: Mapping[str, bool] = {
 retried with the lifecycle's bounded backoff rather than failing a job that may be fine."""
 
 ALREADY_EXISTS = "ResourceInUse"
+CREATION_CLOCK_SKEW = timedelta(seconds=30)
+"""How much earlier than the attempt's opening (the scheduler's clock) SageMaker's CreationTime of
+the queue's own create may read; anything older was created by someone else before the attempt."""
 STOP_DONE_ERRORS = frozenset({"ValidationException", "ResourceNotFound"})
 """StopTrainingJob answers ValidationException for a job that is already stopping, stopped, completed
 or failed, and ResourceNotFound (or ValidationException) for a name it does not know: either way
@@ -58,6 +77,12 @@ a ValidationException can only mean the name is not one of an existing job."""
 BUSY_STATUSES = ("InProgress", "Stopping")
 """Statuses in which a training job holds its instances."""
 MAX_PAGE_SIZE = 100
+NEVER_SENT: tuple[type[BotoCoreError], ...] = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
+"""Transport failures raised before the request left: no connection to SageMaker (or to the proxy)
+was ever made. Every other transport failure (a read timeout, a connection closed or reset, a TLS
+error, which urllib3 also raises while reading an answer) may come after SageMaker got the request."""
+CREATE_RETRY_EVENT = "needs-retry.sagemaker.CreateTrainingJob"
+"""Emitted by botocore after every attempt of a call, the retried ones included."""
 
 
 def error_code(exc: ClientError) -> str:
@@ -85,14 +110,96 @@ def attempt_request(job: Job) -> dict[str, Any]:
     return request
 
 
+def may_have_reached_sagemaker(exc: BaseException | None) -> bool:
+    """Whether SageMaker may have received the request that failed with `exc` (see NEVER_SENT)."""
+    return isinstance(exc, (HTTPClientError, BotoConnectionError)) and not isinstance(exc, NEVER_SENT)
+
+
 def start_refusal(exc: ClientError | BotoCoreError) -> StartRefused:
-    """What a failed CreateTrainingJob means for the job."""
+    """What a failed CreateTrainingJob means for the job, when no attempt of the call reached SageMaker
+    without an answer."""
     if isinstance(exc, ClientError):
         code = error_code(exc)
         return StartRefused(f"{code}: {error_message(exc)}", lasting=START_ERRORS.get(code, TRANSIENT))
     if isinstance(exc, ParamValidationError):
         return StartRefused(f"invalid CreateTrainingJob request: {exc}", lasting=LASTING)
     return StartRefused(f"SageMaker could not be reached: {exc}", lasting=TRANSIENT)
+
+
+def service_error(operation: str, exc: ClientError | BotoCoreError) -> TrainingServiceError:
+    """A failed call other than a create; a transport failure's code is its botocore class name."""
+    if isinstance(exc, ClientError):
+        return TrainingServiceError(operation, error_code(exc), error_message(exc))
+    return TrainingServiceError(operation, type(exc).__name__, str(exc))
+
+
+@dataclass(frozen=True)
+class HeldInstances:
+    """What a DescribeTrainingJob answer says about the instances a training job holds."""
+
+    counts: dict[str, int]
+    """Instances per instance type, from the parts of ResourceConfig that could be read."""
+    unreadable: tuple[str, ...] = ()
+    """The parts that could not be read, for the log."""
+    final: bool = True
+    """False while SageMaker has still to pick an instance type from InstancePreferences: the answer
+    changes later, so it must not be remembered."""
+
+
+def held_instances(description: Mapping[str, Any]) -> HeldInstances:
+    """The instances a training job holds, by the ResourceConfig shapes DescribeTrainingJob documents:
+    InstanceType and InstanceCount; InstanceGroups (a heterogeneous cluster); InstancePreferences with
+    the SelectedInstanceType and SelectedInstanceCount SageMaker fills in once it has chosen. Other
+    shapes (no ResourceConfig, as for serverless training) count nothing and are reported unreadable.
+    """
+    resources = description.get("ResourceConfig")
+    if not isinstance(resources, Mapping):
+        return HeldInstances({}, ("no ResourceConfig",))
+    if resources.get("InstanceGroups"):
+        return _groups(resources["InstanceGroups"])
+    if resources.get("InstanceType"):
+        return _one_type(resources["InstanceType"], resources.get("InstanceCount", 1), "ResourceConfig")
+    if resources.get("InstancePreferences"):
+        return _selected(resources)
+    return HeldInstances({}, ("ResourceConfig names no instance type",))
+
+
+def _groups(groups: Any) -> HeldInstances:
+    if not isinstance(groups, list):
+        return HeldInstances({}, ("ResourceConfig.InstanceGroups is not a list",))
+    counts: dict[str, int] = {}
+    unreadable: list[str] = []
+    for index, group in enumerate(groups):
+        where = f"ResourceConfig.InstanceGroups[{index}]"
+        if not isinstance(group, Mapping):
+            unreadable.append(f"{where} is not an object")
+            continue
+        read = _one_type(group.get("InstanceType"), group.get("InstanceCount"), where)
+        unreadable.extend(read.unreadable)
+        for instance_type, count in read.counts.items():
+            counts[instance_type] = counts.get(instance_type, 0) + count
+    return HeldInstances(counts, tuple(unreadable))
+
+
+def _selected(resources: Mapping[str, Any]) -> HeldInstances:
+    """InstancePreferences: nothing is held until SageMaker names the type it selected. Its count is
+    SelectedInstanceCount, else the count the request gave (per preference or for all of them)."""
+    selected = resources.get("SelectedInstanceType")
+    if not selected:
+        return HeldInstances({}, final=False)
+    preferences = resources["InstancePreferences"]
+    listed = preferences if isinstance(preferences, list) else []
+    chosen = next((p for p in listed if isinstance(p, Mapping) and p.get("InstanceType") == selected), {})
+    count = resources.get("SelectedInstanceCount", chosen.get("InstanceCount", resources.get("InstanceCount")))
+    return _one_type(selected, count, "ResourceConfig.SelectedInstanceType")
+
+
+def _one_type(instance_type: Any, count: Any, where: str) -> HeldInstances:
+    if not isinstance(instance_type, str) or not instance_type:
+        return HeldInstances({}, (f"{where} has no InstanceType",))
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return HeldInstances({}, (f"{where} has no readable InstanceCount for {instance_type}: {count!r}",))
+    return HeldInstances({instance_type: count})
 
 
 class SageMakerTrainingService:
@@ -106,7 +213,10 @@ class SageMakerTrainingService:
         self._client = client
         self._page_size = page_size
         self._resources: dict[str, dict[str, int]] = {}
-        """Instances per type of training jobs seen before: a job's ResourceConfig never changes."""
+        """Instances per type of training jobs described before whose answer was final: a job's
+        ResourceConfig never changes."""
+        self._create_call = threading.local()
+        client.meta.events.register(CREATE_RETRY_EVENT, self._note_create_attempt, unique_id=f"smq-{id(self)}")
 
     def start_attempt(self, job: Job) -> None:
         """Create the current attempt; `ResourceInUse` means it already exists, which is success.
@@ -116,15 +226,51 @@ class SageMakerTrainingService:
         attempt, created by an earlier call whose answer was lost (a timeout, a pass that died
         between the create and the write). Retrying the create is therefore always safe and never
         makes a second training job.
+
+        A call that fails after one of its attempts (botocore retries) may have reached SageMaker
+        unanswered raises StartOutcomeUnknown, not a refusal: the attempt may be running.
         """
+        self._create_call.maybe_created = False
         try:
             self._client.create_training_job(**attempt_request(job))
         except ClientError as exc:
             if error_code(exc) == ALREADY_EXISTS:
+                self._confirm_own_attempt(job)
                 return
-            raise start_refusal(exc) from exc
+            raise self._start_failure(exc) from exc
         except BotoCoreError as exc:
-            raise start_refusal(exc) from exc
+            raise self._start_failure(exc) from exc
+
+    def _confirm_own_attempt(self, job: Job) -> None:
+        """A training job of the attempt's name exists: it is the queue's only if it was created after
+        the attempt opened. Attempt names are visible to users, so someone could create the next
+        one first; adopting it would let them run anything under the queue's name and capacity.
+        Such a name is refused (transiently), and the job's next attempt gets a fresh name."""
+        attempt = job.current_attempt
+        assert attempt is not None, "start_attempt creates the current attempt"
+        try:
+            existing = self._describe(attempt.training_job_name)
+        except TrainingServiceError as exc:
+            raise StartOutcomeUnknown(f"the attempt's name exists and could not be checked: {exc}") from exc
+        created = existing.get("CreationTime") if existing is not None else None
+        if isinstance(created, datetime) and created < attempt.started_at - CREATION_CLOCK_SKEW:
+            raise StartRefused(
+                f"a training job named {attempt.training_job_name} was created at {created.isoformat()}, before "
+                f"this attempt opened at {attempt.started_at.isoformat()}: not by the queue",
+                lasting=False,
+            )
+
+    def _start_failure(self, exc: ClientError | BotoCoreError) -> StartRefused | StartOutcomeUnknown:
+        if may_have_reached_sagemaker(exc) or self._create_call.maybe_created:
+            return StartOutcomeUnknown(f"CreateTrainingJob may have taken effect: {type(exc).__name__}: {exc}")
+        return start_refusal(exc)
+
+    def _note_create_attempt(self, caught_exception: BaseException | None = None, **_: Any) -> None:
+        """Remembers, for this thread's current create, that an attempt may have reached SageMaker
+        unanswered: botocore retries it and raises only the last attempt's error, which may be one
+        that was never sent (the endpoint went away after taking the first)."""
+        if may_have_reached_sagemaker(caught_exception):
+            self._create_call.maybe_created = True
 
     def stop(self, training_job_name: str) -> None:
         try:
@@ -132,7 +278,9 @@ class SageMakerTrainingService:
         except ClientError as exc:
             if error_code(exc) in STOP_DONE_ERRORS:
                 return
-            raise TrainingServiceError("StopTrainingJob", error_code(exc), error_message(exc)) from exc
+            raise service_error("StopTrainingJob", exc) from exc
+        except BotoCoreError as exc:
+            raise service_error("StopTrainingJob", exc) from exc
 
     def describe(self, training_job_name: str) -> TrainingJobStatus | None:
         """The job's status (DescribeTrainingJob has no tags: callers know the job already)."""
@@ -145,13 +293,17 @@ class SageMakerTrainingService:
             secondary_status=response.get("SecondaryStatus"),
             failure_reason=response.get("FailureReason"),
             end_time=response.get("TrainingEndTime"),
+            secondary_status_transitions=tuple(response.get("SecondaryStatusTransitions") or ()),
+            training_time_seconds=response.get("TrainingTimeInSeconds"),
         )
 
     def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
         """Instances per pool held by busy training jobs that are not queue attempts.
 
         Lists busy jobs page by page (never one unpaginated call) and describes each job outside the
-        queue once per container lifetime; its ResourceConfig is then remembered.
+        queue once per container lifetime; its ResourceConfig is then remembered. What a description
+        does not say in a readable way is logged with the job's name and counts nothing: a training
+        job of a shape the queue does not know never stops the pass.
         """
         pooled = set(pools)
         ours = set(queue_attempts)
@@ -172,16 +324,25 @@ class SageMakerTrainingService:
                 pages = paginator.paginate(StatusEquals=status, PaginationConfig={"PageSize": self._page_size})
                 for page in pages:
                     names.extend(summary["TrainingJobName"] for summary in page["TrainingJobSummaries"])
-        except ClientError as exc:
-            raise TrainingServiceError("ListTrainingJobs", error_code(exc), error_message(exc)) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise service_error("ListTrainingJobs", exc) from exc
         return names
 
     def _instances_of(self, name: str) -> dict[str, int]:
-        if name not in self._resources:
-            response = self._describe(name)
-            if response is None:
-                return {}
-        return self._resources[name]
+        if name in self._resources:
+            return self._resources[name]
+        response = self._describe(name)
+        if response is None:
+            return {}
+        held = held_instances(response)
+        if held.unreadable:
+            logger.warning(
+                "a training job outside the queue holds instances the queue cannot count",
+                extra={"training_job": name, "unreadable": list(held.unreadable), "counted": held.counts},
+            )
+        if held.final:
+            self._resources[name] = held.counts
+        return held.counts
 
     def _describe(self, name: str) -> dict[str, Any] | None:
         try:
@@ -189,6 +350,7 @@ class SageMakerTrainingService:
         except ClientError as exc:
             if error_code(exc) in NOT_FOUND_ERRORS:
                 return None
-            raise TrainingServiceError("DescribeTrainingJob", error_code(exc), error_message(exc)) from exc
-        self._resources[name] = demand_of(response)
+            raise service_error("DescribeTrainingJob", exc) from exc
+        except BotoCoreError as exc:
+            raise service_error("DescribeTrainingJob", exc) from exc
         return response

@@ -6,14 +6,39 @@ writers racing on one job cannot both win.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
-from smq_lambda.domain.model import Attempt, Job, attempt_name
+from smq_lambda.domain.model import Attempt, Change, Job, attempt_name, with_attempt, with_change
 from smq_lambda.domain.states import JobState, check_transition
+from smq_lambda.governance.actions import RETRIED_OUTCOME, SPOT_FALLBACK_OUTCOME
 
 BACKOFF_BASE = timedelta(seconds=15)
 BACKOFF_MAX = timedelta(minutes=15)
+_MAX_DOUBLINGS = (BACKOFF_MAX // BACKOFF_BASE).bit_length()
+"""Doublings after which BASE * 2**n is past MAX: the exponent stops here, so no count overflows."""
+REFUSED = "refused"
+GOVERNANCE = "governance"
+"""Who made a change the governance policy decided (in a job's history)."""
+"""Outcome of an attempt SageMaker refused to create."""
+
+
+@dataclass(frozen=True)
+class StartRetryLimits:
+    """When a job whose starts SageMaker keeps refusing for transient reasons stops retrying.
+
+    The job fails with the last reason after `max_refusals` refusals in a row, or once `max_duration`
+    has passed since the first refusal of the streak, whichever comes first. At the backoff ceiling
+    (15 minutes) 100 refusals take about a day, so by default both limits agree.
+    """
+
+    max_refusals: int = 100
+    max_duration: timedelta = timedelta(hours=24)
+
+
+DEFAULT_RETRY_LIMITS = StartRetryLimits()
 
 
 def _advance(job: Job, target: JobState, now: datetime, **changes: object) -> Job:
@@ -30,7 +55,8 @@ def _close_attempt(job: Job, now: datetime, outcome: str, reason: str | None) ->
 
 
 def start(job: Job, now: datetime, *, reason: str, backfill: bool = False) -> Job:
-    """pending → starting, opening the next attempt (its SageMaker name is fixed here)."""
+    """pending → starting, opening the next attempt (its SageMaker name is fixed here). Only the
+    most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts them all."""
     number = job.next_attempt_number
     attempt = Attempt(
         number=number,
@@ -38,20 +64,35 @@ def start(job: Job, now: datetime, *, reason: str, backfill: bool = False) -> Jo
         started_at=now,
         backfill=backfill,
     )
-    return _advance(job, JobState.STARTING, now, attempts=(*job.attempts, attempt), reason=reason, not_before=None)
+    return _advance(with_attempt(job, attempt), JobState.STARTING, now, reason=reason, not_before=None)
 
 
 def mark_running(job: Job, now: datetime) -> Job:
     return _advance(job, JobState.RUNNING, now, reason="training", start_failures=0)
 
 
-def refuse_start(job: Job, now: datetime, *, reason: str, lasting: bool) -> Job:
-    """SageMaker refused the attempt: a lasting refusal fails the job, a transient one backs off."""
-    attempts = _close_attempt(job, now, "refused", reason)
+def backoff(failures: int) -> timedelta:
+    """The wait after the `failures`-th refusal in a row: doubling from BASE, at most MAX."""
+    doublings = min(max(failures - 1, 0), _MAX_DOUBLINGS)
+    return min(BACKOFF_BASE * 2**doublings, BACKOFF_MAX)
+
+
+def refuse_start(
+    job: Job, now: datetime, *, reason: str, lasting: bool, limits: StartRetryLimits = DEFAULT_RETRY_LIMITS
+) -> Job:
+    """SageMaker refused the attempt: a lasting refusal fails the job, a transient one backs off
+    until the streak of refusals passes `limits`, which fails the job with the last reason."""
+    attempts = _close_attempt(job, now, REFUSED, reason)
     if lasting:
         return _advance(job, JobState.FAILED, now, attempts=attempts, reason=reason)
     failures = job.start_failures + 1
-    delay = min(BACKOFF_BASE * 2 ** (failures - 1), BACKOFF_MAX)
+    if (
+        failures >= limits.max_refusals
+        or _streak_seconds(attempts, failures, now) >= limits.max_duration.total_seconds()
+    ):
+        gave_up = f"start refused {failures} times in a row; giving up: {reason}"
+        return _advance(job, JobState.FAILED, now, attempts=attempts, reason=gave_up, start_failures=failures)
+    delay = backoff(failures)
     return _advance(
         job,
         JobState.PENDING,
@@ -63,9 +104,45 @@ def refuse_start(job: Job, now: datetime, *, reason: str, lasting: bool) -> Job:
     )
 
 
+def _streak_seconds(attempts: tuple[Attempt, ...], failures: int, now: datetime) -> float:
+    """Seconds since the first of the job's last `failures` refusals (those since it last ran).
+
+    Only the most recent attempts are kept in full (MAX_INLINE_ATTEMPTS). When the first refusals
+    of the streak are no longer among them, each missing one is counted at the least time it can
+    have taken (its backoff), so the age is never overstated and the job never fails early.
+    Seconds, not a timedelta: any count of refusals fits.
+    """
+    kept = [attempt.ended_at for attempt in attempts if attempt.outcome == REFUSED and attempt.ended_at][-failures:]
+    since_kept = (now - kept[0]).total_seconds() if kept else 0.0
+    return since_kept + _least_seconds_of(failures - len(kept))
+
+
+def _least_seconds_of(refusals: int) -> int:
+    """The least time the first `refusals` refusals of a streak take: each waits out its backoff."""
+    ramp = min(refusals, _MAX_DOUBLINGS)
+    ramp_seconds = sum(int(backoff(n).total_seconds()) for n in range(1, ramp + 1))
+    return ramp_seconds + (refusals - ramp) * int(BACKOFF_MAX.total_seconds())
+
+
 def request_stop(job: Job, now: datetime, *, preempt: bool, reason: str) -> Job:
     """A stop was decided: preemption returns the job to the queue, a cancel ends it."""
     return _advance(job, JobState.PREEMPTING if preempt else JobState.STOPPING, now, reason=reason)
+
+
+def stop_for_governance(job: Job, now: datetime, *, outcome: str, reason: str) -> Job:
+    """A governance rule stops the attempt (an idle GPU): `stopping` like a cancel, but when the
+    stop lands the job ends failed with `outcome` (see `end_stopped`), and never goes back to the
+    queue. The job's history keeps the reason."""
+    stopping = _advance(job, JobState.STOPPING, now, reason=reason, stop_outcome=outcome)
+    return with_change(stopping, Change(at=now, by=GOVERNANCE, what=reason))
+
+
+def end_stopped(job: Job, now: datetime) -> Job:
+    """A `stopping` job's attempt has ended (SageMaker reports Stopped, or no longer knows it): a
+    governance stop fails the job with its outcome, any other stop cancels it."""
+    if job.stop_outcome is not None:
+        return finish(job, JobState.FAILED, now, outcome=job.stop_outcome, reason=job.reason)
+    return finish(job, JobState.CANCELLED, now, outcome="stopped", reason=job.reason)
 
 
 def requeue(job: Job, now: datetime, *, outcome: str, reason: str) -> Job:
@@ -73,8 +150,25 @@ def requeue(job: Job, now: datetime, *, outcome: str, reason: str) -> Job:
     return _advance(job, JobState.PENDING, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason)
 
 
+def retry_failed(job: Job, now: datetime, *, reason: str) -> Job:
+    """An attempt failed for the infrastructure's reason: it closes as RETRIED_OUTCOME (which
+    counts the job's retries) and the job waits for its next attempt in its old place."""
+    return requeue(job, now, outcome=RETRIED_OUTCOME, reason=reason)
+
+
+def fall_back_to_on_demand(job: Job, now: datetime, *, request: Mapping[str, Any], reason: str) -> Job:
+    """A managed-spot attempt was interrupted too often: it closes as SPOT_FALLBACK_OUTCOME and the
+    job waits again with `request`, its on-demand version, which replaces the stored request for
+    good, so no later attempt of the job goes back to spot. The job's history keeps the reason
+    after the queue's wait explanations have replaced it as the job's current reason."""
+    requeued = requeue(job, now, outcome=SPOT_FALLBACK_OUTCOME, reason=reason)
+    return replace(with_change(requeued, Change(at=now, by=GOVERNANCE, what=reason)), request=request)
+
+
 def finish(job: Job, target: JobState, now: datetime, *, outcome: str, reason: str | None) -> Job:
-    return _advance(job, target, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason)
+    return _advance(
+        job, target, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason, stop_outcome=None
+    )
 
 
 def cancel_pending(job: Job, now: datetime, *, by: str) -> Job:
@@ -86,5 +180,7 @@ def explain(job: Job, now: datetime, reason: str) -> Job:
     return replace(job, reason=reason, version=job.version + 1, updated_at=now)
 
 
-def reprioritize(job: Job, now: datetime, priority: int) -> Job:
-    return replace(job, priority=priority, version=job.version + 1, updated_at=now)
+def reprioritize(job: Job, now: datetime, priority: int, *, by: str) -> Job:
+    """A new priority, recorded in the job's history with who set it (the pass re-sorts the pool)."""
+    changed = with_change(job, Change(at=now, by=by, what=f"priority {job.priority} → {priority}"))
+    return replace(changed, priority=priority, version=job.version + 1, updated_at=now)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,23 @@ JOB_TAG = "smq:job"
 ATTEMPT_TAG = "smq:attempt"
 TRAINING_JOB_NAME_MAX = 63
 TRAINING_JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+JOB_ID_PATTERN = re.compile(r"^[a-zA-Z0-9-]{1,64}$")
+"""What a job id may look like (the queue issues uuid4 hex): never a '#', short enough for a key."""
+
+MAX_INLINE_ATTEMPTS = 20
+"""Attempts a job keeps in full, the most recent ones (the current one always among them).
+
+Each start adds an attempt, so a job preempted or refused for days would otherwise grow its item
+past DynamoDB's 400 KB limit and could never be saved again. Older attempts are folded into counts
+(`earlier_attempts`, `earlier_outcomes`) that keep the numbering, and so the SageMaker names,
+unique. 20 tells a job's recent story in full (its last preemptions or refusals) for at most about
+26 KB of the item (reasons are stored up to 1,024 characters)."""
+MAX_HISTORY = 20
+"""Notable changes (a priority change, who made it) a job keeps, the most recent ones."""
+MAX_EARLIER_JOBS = 20
+"""Earlier jobs of the same name a job lists (newest first); each stays readable until its TTL."""
+UNKNOWN_OUTCOME = "unknown"
+"""How an attempt dropped from the inline list is counted when it never recorded an outcome."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +55,22 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A notable change someone made to a job, kept so ops can tell who steered it (e.g. a priority)."""
+
+    at: datetime
+    by: str
+    what: str
+
+
+@dataclass(frozen=True)
 class Job:
     """A queued CreateTrainingJob request and where it stands.
 
     `submitted_at` never changes, so a preempted job resumes ahead of later jobs of its priority.
     `version` increments on every write; each write is conditional on the version it read.
+    Everything that grows with the job's life is bounded (MAX_INLINE_ATTEMPTS, MAX_HISTORY,
+    MAX_EARLIER_JOBS), so one job always fits in one DynamoDB item.
     """
 
     name: str
@@ -54,11 +82,23 @@ class Job:
     owner: str
     version: int = 0
     attempts: tuple[Attempt, ...] = ()
+    """The most recent attempts, oldest first, at most MAX_INLINE_ATTEMPTS; the current one is last."""
     reason: str | None = None
     not_before: datetime | None = None
     start_failures: int = 0
     updated_at: datetime | None = None
     request: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    earlier_attempts: int = 0
+    """Attempts older than `attempts[0]`, no longer kept in full."""
+    earlier_outcomes: Mapping[str, int] = field(default_factory=dict)
+    """How those earlier attempts ended, counted by outcome."""
+    history: tuple[Change, ...] = ()
+    """Notable changes, oldest first, at most MAX_HISTORY."""
+    earlier_job_ids: tuple[str, ...] = ()
+    """Ids of earlier (finished) jobs of this name, newest first: each is readable by its id."""
+    stop_outcome: str | None = None
+    """Set while `stopping` for a governance rule (an idle GPU): when the stop lands the attempt
+    closes with this outcome and the job ends failed, not cancelled."""
 
     @property
     def pool(self) -> str:
@@ -74,8 +114,22 @@ class Job:
         return self.attempts[-1] if self.attempts else None
 
     @property
+    def attempt_count(self) -> int:
+        """Every attempt ever started, kept in full or not."""
+        return self.earlier_attempts + len(self.attempts)
+
+    @property
     def next_attempt_number(self) -> int:
-        return len(self.attempts) + 1
+        return self.attempt_count + 1
+
+    @property
+    def attempt_outcomes(self) -> dict[str, int]:
+        """How every ended attempt ended, counted by outcome (open attempts are not counted)."""
+        counts = dict(self.earlier_outcomes)
+        for attempt in self.attempts:
+            if attempt.outcome is not None:
+                counts[attempt.outcome] = counts.get(attempt.outcome, 0) + 1
+        return counts
 
     @property
     def is_live(self) -> bool:
@@ -89,6 +143,22 @@ class Job:
     @property
     def order(self) -> tuple[int, datetime, str]:
         return scheduling_order(self.priority, self.submitted_at, self.name)
+
+
+def with_attempt(job: Job, attempt: Attempt) -> Job:
+    """`job` with `attempt` as its current one; attempts beyond MAX_INLINE_ATTEMPTS are counted, not kept."""
+    attempts = (*job.attempts, attempt)
+    dropped, kept = attempts[:-MAX_INLINE_ATTEMPTS], attempts[-MAX_INLINE_ATTEMPTS:]
+    outcomes = dict(job.earlier_outcomes)
+    for old in dropped:
+        outcome = old.outcome or UNKNOWN_OUTCOME
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return replace(job, attempts=kept, earlier_attempts=job.earlier_attempts + len(dropped), earlier_outcomes=outcomes)
+
+
+def with_change(job: Job, change: Change) -> Job:
+    """`job` with `change` recorded as its latest; only the MAX_HISTORY most recent are kept."""
+    return replace(job, history=(*job.history, change)[-MAX_HISTORY:])
 
 
 def scheduling_order(priority: int, submitted_at: datetime, name: str) -> tuple[int, datetime, str]:

@@ -4,15 +4,31 @@ can be reasoned about (and property-tested) without AWS.
 A report changes a job only when it is about the job's current, still-open attempt and moves it
 forward. Anything else — an older attempt, an attempt already closed, a status that does not
 advance the state — changes nothing, which is what makes at-least-once delivery safe.
+
+Before the plain meaning of a status, the governance rules have their say (`apply_report`): a
+managed-spot attempt interrupted too often falls back to on-demand, a spot attempt SageMaker
+stopped at its MaxWaitTimeInSeconds fails with that reason, and a failed attempt is retried or
+final as the failure classification says (see governance/spot.py and governance/retry.py).
+
+A report proves which attempt it is about by its training job's name, never by its tags alone:
+anyone who may create a training job may tag it `smq:job=<someone's job>`, but only the queue
+creates training jobs under its attempts' names (they embed the job's random id), and SageMaker
+names are unique in an account and region. A report under any other name is about a training job
+outside the queue.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.model import Job, attempt_name
 from smq_lambda.domain.states import JobState
+from smq_lambda.governance.actions import FailJob, RetryAttempt
+from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.retry import decide_failure
+from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
 from smq_lambda.ports import TrainingJobStatus
 
 IN_PROGRESS = "InProgress"
@@ -23,10 +39,63 @@ STOPPED = "Stopped"
 MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
 
 
+def is_own_attempt(job: Job, attempt_number: int, training_job_name: str) -> bool:
+    """Whether `training_job_name` is the SageMaker name of attempt `attempt_number` of this job,
+    one the queue has opened (so a report about it may change the job, or stop it as an orphan)."""
+    current = job.current_attempt
+    return (
+        current is not None
+        and 1 <= attempt_number <= current.number
+        and training_job_name == attempt_name(job.name, job.job_id, attempt_number)
+    )
+
+
+@dataclass(frozen=True)
+class ReportEffect:
+    """What a report does: the job's next value, and the training job to stop once it is saved."""
+
+    job: Job
+    stop: str | None = None
+
+
+def apply_report(
+    job: Job, attempt_number: int, status: TrainingJobStatus, now: datetime, policy: Policy
+) -> ReportEffect | None:
+    """The effect of SageMaker reporting `status` for attempt `attempt_number` under `policy`, or
+    None for no change: the governance rules first, then the status's plain meaning."""
+    attempt = job.current_attempt
+    if attempt is None or attempt.number != attempt_number:
+        return None
+    governed = _governed(job, status, now, policy)
+    if governed is not None:
+        return governed
+    updated = apply_status(job, attempt_number, status, now)
+    return None if updated is None else ReportEffect(updated)
+
+
+def _governed(job: Job, status: TrainingJobStatus, now: datetime, policy: Policy) -> ReportEffect | None:
+    """The governance rules' effect; each rule answers only for a report about the job's open
+    attempt while it starts or runs, so duplicates and late reports fall through to no change."""
+    description = status.description()
+    fallback = decide_spot_fallback(job, description, policy)
+    if fallback is not None:
+        on_demand = lifecycle.fall_back_to_on_demand(job, now, request=fallback.request, reason=fallback.reason)
+        return ReportEffect(on_demand, stop=fallback.training_job_name)
+    action = decide_max_wait(job, status) or decide_failure(job, description, policy)
+    if isinstance(action, RetryAttempt):
+        return ReportEffect(lifecycle.retry_failed(job, now, reason=action.reason))
+    if isinstance(action, FailJob):
+        return ReportEffect(lifecycle.finish(job, JobState.FAILED, now, outcome=action.outcome, reason=action.reason))
+    return None
+
+
 def apply_status(job: Job, attempt_number: int, status: TrainingJobStatus, now: datetime) -> Job | None:
-    """The job after SageMaker reported `status` for attempt `attempt_number`, or None for no change."""
+    """The job after SageMaker reported `status` for attempt `attempt_number`, or None for no change:
+    the status's plain meaning, which `apply_report` applies when no governance rule answers."""
     attempt = job.current_attempt
     if attempt is None or attempt.number != attempt_number or not attempt.is_open or not job.is_live:
+        return None
+    if status.name != attempt.training_job_name:
         return None
     if status.status == IN_PROGRESS:
         return lifecycle.mark_running(job, now) if job.state is JobState.STARTING else None
@@ -44,7 +113,7 @@ def _stopped(job: Job, status: TrainingJobStatus, now: datetime) -> Job:
     if job.state is JobState.PREEMPTING:
         return lifecycle.requeue(job, now, outcome="preempted", reason=job.reason or "preempted")
     if job.state is JobState.STOPPING:
-        return lifecycle.finish(job, JobState.CANCELLED, now, outcome="stopped", reason=job.reason)
+        return lifecycle.end_stopped(job, now)
     if status.secondary_status == MAX_RUNTIME_EXCEEDED:
         reason = "stopped by SageMaker: MaxRuntimeInSeconds exceeded"
         return lifecycle.finish(job, JobState.FAILED, now, outcome="max-runtime-exceeded", reason=reason)
@@ -58,6 +127,6 @@ def vanished(job: Job, now: datetime) -> Job:
     if job.state is JobState.PREEMPTING:
         return lifecycle.requeue(job, now, outcome="preempted", reason=job.reason or "preempted")
     if job.state is JobState.STOPPING:
-        return lifecycle.finish(job, JobState.CANCELLED, now, outcome="stopped", reason=job.reason)
+        return lifecycle.end_stopped(job, now)
     reason = "SageMaker no longer knows this training job"
     return lifecycle.finish(job, JobState.FAILED, now, outcome="lost", reason=reason)

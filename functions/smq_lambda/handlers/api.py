@@ -3,6 +3,7 @@
 Routes only parse and shape; QueueService decides. Typed errors map to status codes by class (never
 by message), every 4xx body is `{"message", "field"}`, and no input produces a 500: what the body,
 path or query can get wrong is checked here or in the submission rules before the table is touched.
+An AWS service that throttles or cannot be reached is a 503 with `Retry-After`, never a 500.
 """
 
 from __future__ import annotations
@@ -21,28 +22,34 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.lambda_trigger import LambdaSchedulerTrigger
-from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+from smq_lambda.adapters.replay_store import ReplayStore
+from smq_lambda.adapters.ssm_access_rules import SsmAccessRules
 from smq_lambda.adapters.ssm_config import SsmConfigSource
+from smq_lambda.adapters.ssm_policy import SsmPolicySource
+from smq_lambda.domain.model import JOB_ID_PATTERN
 from smq_lambda.domain.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import (
+    AccessDenied,
     ConfigError,
     InvalidRequest,
     JobConflict,
     JobNotFound,
     NotOwner,
     PayloadTooLarge,
+    PolicyViolation,
+    ServiceUnavailable,
     VersionConflict,
 )
 from smq_lambda.service.queue_api import QueueService
@@ -104,7 +111,8 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     @app.get("/jobs/<name>")
     def get_job(name: str) -> Response:
         logger.append_keys(job=name)
-        return _json(200, job_view(service.get(name)))
+        query = app.current_event.query_string_parameters or {}
+        return _json(200, job_view(service.get(name, _job_id(query.get("job_id")))))
 
     @app.patch("/jobs/<name>")
     def change_priority(name: str) -> Response:
@@ -138,6 +146,14 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     def invalid(exc: InvalidRequest) -> Response:
         return rejected(400, exc.field, exc.message)
 
+    @app.exception_handler(PolicyViolation)
+    def breaks_policy(exc: PolicyViolation) -> Response:
+        _count("RequestsRejected", status="400")
+        rules = [rule for _, rule, _ in exc.violations]
+        logger.info("request breaks the policy", extra={"status": 400, "field": exc.field, "rules": rules})
+        broken = [{"field": field, "rule": rule, "message": message} for field, rule, message in exc.violations]
+        return _json(400, {**error_view(exc.field, exc.message), "violations": broken})
+
     @app.exception_handler(PayloadTooLarge)
     def too_large(exc: PayloadTooLarge) -> Response:
         return rejected(413, exc.field, exc.message)
@@ -145,6 +161,10 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     @app.exception_handler(NotOwner)
     def not_owner(exc: NotOwner) -> Response:
         return rejected(403, "name", str(exc))
+
+    @app.exception_handler(AccessDenied)
+    def denied(exc: AccessDenied) -> Response:
+        return rejected(403, exc.field, exc.message)
 
     @app.exception_handler(JobNotFound)
     def not_found(exc: JobNotFound) -> Response:
@@ -168,6 +188,21 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     def no_route(exc: NotFoundError) -> Response:
         event = app.current_event
         return rejected(404, None, f"no route for {event.http_method} {event.path}")
+
+    @app.exception_handler(ServiceUnavailable)
+    def unavailable(exc: ServiceUnavailable) -> Response:
+        _count("ApiUnavailable")
+        logger.warning("AWS unavailable", extra={"aws_service": exc.service, "code": exc.code, "error": str(exc)})
+        wait = exc.retry_after_seconds
+        message = f"{exc.service} is throttling the queue or cannot be reached ({exc.code}); retry after {wait} s"
+        return _json(503, error_view(None, message), headers={"Retry-After": str(wait)})
+
+    @app.exception_handler(IdempotencyPersistenceLayerError)
+    def replay_store_failed(exc: IdempotencyPersistenceLayerError) -> Response:
+        # The replay store's adapter raises ServiceUnavailable, which powertools wraps.
+        if isinstance(exc.__cause__, ServiceUnavailable):
+            return unavailable(exc.__cause__)
+        return unexpected(exc)
 
     @app.exception_handler(ConfigError)
     def misconfigured(exc: ConfigError) -> Response:
@@ -215,13 +250,17 @@ def service_from_settings(settings: Settings) -> QueueService:
     (`AWS_ENDPOINT_URL_<SERVICE>` included)."""
     if not settings.scheduler_function:
         raise ConfigError("SMQ_SCHEDULER_FUNCTION is not set: the API could not ask for scheduling passes")
+    dynamodb = boto3.client("dynamodb")
+    ssm = SSMProvider(boto3_client=boto3.client("ssm"))
     return QueueService(
-        store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        config=SsmConfigSource(settings, SSMProvider(boto3_client=boto3.client("ssm"))),
+        store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
+        config=SsmConfigSource(settings, ssm),
         trigger=LambdaSchedulerTrigger(settings.scheduler_function, boto3.client("lambda")),
         policy=SubmissionPolicy.from_settings(settings),
         admin_principals=settings.admin_principals,
-        training=SageMakerTrainingService(boto3.client("sagemaker")),
+        access_rules=SsmAccessRules(settings.access_rules_parameter, ssm) if settings.access_rules_parameter else None,
+        usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
+        governance=SsmPolicySource(settings.policy_parameter, ssm) if settings.policy_parameter else None,
     )
 
 
@@ -232,10 +271,8 @@ def default_app() -> APIGatewayRestResolver:
     return create_app(service_from_settings(settings), idempotency_store(settings.table_name, boto3.client("dynamodb")))
 
 
-def idempotency_store(table_name: str, client: Any) -> DynamoDBPersistenceLayer:
-    """Replay records live in the queue table: their keys (`<function>#<hash>`) can never be job
-    names, they carry no index attributes, and the table's TTL attribute removes them."""
-    return DynamoDBPersistenceLayer(table_name=table_name, key_attr="name", expiry_attr="expires_at", boto3_client=client)
+def idempotency_store(table_name: str, client: Any) -> ReplayStore:
+    return ReplayStore(table_name, client)
 
 
 handler: Handler = lambda_handler(default_app)
@@ -251,8 +288,10 @@ def _count(name: str, **dimensions: str) -> None:
     metric.flush_metrics()
 
 
-def _json(status: int, body: Mapping[str, Any]) -> Response:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=dict(body))
+def _json(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> Response:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=dict(body), headers=dict(headers or {})
+    )
 
 
 def _caller(event: APIGatewayProxyEvent) -> str:
@@ -298,6 +337,14 @@ def _pool(value: str | None) -> str | None:
         return None
     if not is_instance_type(value):
         raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
+    return value
+
+
+def _job_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not JOB_ID_PATTERN.fullmatch(value):
+        raise InvalidRequest("job_id", "job_id must be a job id as GET /jobs/{name} lists them (at most 64 of a-z A-Z 0-9 -)")
     return value
 
 

@@ -2,11 +2,14 @@
 
 Every invocation ends with a scheduling pass, because every trigger may have freed or claimed
 capacity. Events are parsed with powertools; anything unrecognised still gets a pass, never an error.
+Every invocation publishes what it did and what it found: JobsStarted, JobsPreempted, StartsRefused,
+JobErrors (one job's unexpected error, isolated so the others went on), StuckJobs, and per pool
+QueueDepth, WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -19,12 +22,20 @@ from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
-from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
+from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
+from smq_lambda.adapters.dynamodb_lease import DynamoPassLease, lease_duration
+from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+from smq_lambda.adapters.sns_notifier import SnsNotifier
 from smq_lambda.adapters.ssm_config import SsmConfigSource
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG
+from smq_lambda.adapters.ssm_policy import SsmPolicySource
+from smq_lambda.domain.lifecycle import StartRetryLimits
+from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, TRAINING_JOB_NAME_PATTERN
+from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import TrainingJobStatus
+from smq_lambda.service.idle_watch import IdleWatch
+from smq_lambda.service.outside_jobs import OutsideJobs
 from smq_lambda.service.scheduler import PassReport, Scheduler
 from smq_lambda.settings import Settings
 
@@ -42,6 +53,8 @@ class TrainingJobStateDetail(BaseModel):
     TrainingJobStatus: str
     SecondaryStatus: str | None = None
     FailureReason: str | None = None
+    SecondaryStatusTransitions: list[dict[str, Any]] = Field(default_factory=list)
+    TrainingTimeInSeconds: int | None = None
     Tags: dict[str, str] = Field(default_factory=dict)
 
 
@@ -64,6 +77,48 @@ def default_scheduler() -> Scheduler:
         config=SsmConfigSource(settings, SSMProvider(boto3_client=boto3.client("ssm"))),
         lease=DynamoPassLease(settings.table_name, dynamodb),
         clock=_now,
+        usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
+        retry_limits=StartRetryLimits(
+            max_refusals=settings.max_start_refusals,
+            max_duration=timedelta(hours=settings.max_start_refusal_hours),
+        ),
+        stuck_after=timedelta(seconds=settings.stuck_after_seconds),
+        policy=default_policy(),
+        idle_watch=(
+            IdleWatch(CloudWatchIdleAlarms(boto3.client("cloudwatch")), settings.idle_topic_arn)
+            if settings.idle_topic_arn
+            else None
+        ),
+    )
+
+
+class _DefaultPolicy:
+    """No policy parameter configured: the default policy (no required tag, no limit)."""
+
+    def load(self) -> Policy:
+        return Policy()
+
+
+@cache
+def default_policy() -> SsmPolicySource | _DefaultPolicy:
+    """The policy source both the scheduler and `outside_jobs` read: one cache, one report of an
+    invalid document per cold start."""
+    settings = Settings.from_env()
+    if settings.policy_parameter:
+        return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=boto3.client("ssm")))
+    return _DefaultPolicy()
+
+
+@cache
+def default_outside_jobs() -> OutsideJobs:
+    """The governance of training jobs outside the queue, built once per cold start."""
+    settings = Settings.from_env()
+    policy = default_policy()
+    return OutsideJobs(
+        store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
+        training=SageMakerTrainingService(boto3.client("sagemaker")),
+        policy=policy,
+        notifier=SnsNotifier(settings.policy_topic_arn, boto3.client("sns")) if settings.policy_topic_arn else None,
     )
 
 
@@ -71,42 +126,70 @@ def default_scheduler() -> Scheduler:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle(event, default_scheduler())
+    state_change = isinstance(event, dict) and event.get("source") == SAGEMAKER_SOURCE
+    return handle(event, default_scheduler(), context, outside_jobs=default_outside_jobs() if state_change else None)
 
 
-def handle(event: dict[str, Any], scheduler: Scheduler) -> dict[str, Any]:
-    """Route one invocation, then schedule. Returns a summary (useful in logs and tests)."""
+def handle(
+    event: dict[str, Any],
+    scheduler: Scheduler,
+    context: LambdaContext | None = None,
+    *,
+    outside_jobs: OutsideJobs | None = None,
+) -> dict[str, Any]:
+    """Route one invocation, then schedule. Returns a summary (useful in logs and tests).
+
+    A SageMaker state change is also checked against the governance policy by `outside_jobs`
+    (when given), which stops a training job the queue did not start that breaks it.
+
+    With a Lambda context, the pass lease lasts as long as this invocation can (see
+    adapters/dynamodb_lease.py), so a pass killed by the timeout blocks no other for long.
+    """
     source = event.get("source") if isinstance(event, dict) else None
+    job_errors: list[str] = []
     if source == SAGEMAKER_SOURCE:
-        _on_state_change(event, scheduler)
+        job_errors += _on_state_change(event, scheduler)
+        if outside_jobs is not None:
+            job_errors += _check_outside(event, outside_jobs)
     elif source == SCHEDULE_SOURCE:
-        repaired = scheduler.reconcile()
-        metrics.add_metric(name="JobsRepaired", unit=MetricUnit.Count, value=repaired)
+        reconciliation = scheduler.reconcile()
+        metrics.add_metric(name="JobsRepaired", unit=MetricUnit.Count, value=reconciliation.repaired)
+        job_errors += reconciliation.job_errors
     else:
         logger.info("scheduling pass requested", extra={"source": source})
-    report = scheduler.schedule()
-    _record(report)
+    report = scheduler.schedule(lease_for=_lease_for(context))
+    job_errors += report.job_errors
+    _record(report, job_errors)
     return {
         "passes": report.passes,
         "started": [job.name for job in report.started],
         "preempted": report.preempted,
         "refused": report.refused,
+        "unconfirmed": report.unconfirmed,
         "busy": report.skipped_busy,
+        "job_errors": job_errors,
+        "stuck": report.stuck,
     }
 
 
-def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> None:
+def _lease_for(context: LambdaContext | None) -> timedelta | None:
+    return None if context is None else lease_duration(context.get_remaining_time_in_millis())
+
+
+def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> list[str]:
+    """Apply a SageMaker state change; returns the jobs whose report failed unexpectedly."""
     try:
         change = parse(event=event, model=TrainingJobStateChange)
     except ValidationError as exc:
         logger.warning("not a training job state change", extra={"error": str(exc)})
-        return
+        return []
     detail = change.detail
-    job_name = detail.Tags.get(JOB_TAG)
+    job_name = detail.Tags.get(JOB_TAG, "")
     attempt = detail.Tags.get(ATTEMPT_TAG, "")
-    if job_name is None or not attempt.isdigit():
+    if not TRAINING_JOB_NAME_PATTERN.fullmatch(job_name) or not (attempt.isascii() and attempt.isdigit()):
         logger.info("training job outside the queue", extra={"training_job": detail.TrainingJobName})
-        return
+        outcome = scheduler.report_outside(event["detail"])
+        return outcome.job_errors
     logger.append_keys(job=job_name)
     status = TrainingJobStatus(
         name=detail.TrainingJobName,
@@ -114,23 +197,49 @@ def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> None:
         secondary_status=detail.SecondaryStatus,
         failure_reason=detail.FailureReason,
         tags=detail.Tags,
+        secondary_status_transitions=tuple(detail.SecondaryStatusTransitions),
+        training_time_seconds=detail.TrainingTimeInSeconds,
     )
-    scheduler.report(job_name, int(attempt), status)
+    outcome = scheduler.report(job_name, int(attempt), status)
     logger.remove_keys(["job"])
+    return outcome.job_errors
 
 
-def _record(report: PassReport) -> None:
+def _check_outside(event: dict[str, Any], outside_jobs: OutsideJobs) -> list[str]:
+    """Apply the policy to a training job outside the queue; an unexpected error is logged and
+    counted like one job's, and the scheduling pass still runs."""
+    detail = event.get("detail")
+    if not isinstance(detail, dict):
+        return []
+    try:
+        outside_jobs.check(detail)
+    except Exception:
+        name = str(detail.get("TrainingJobName"))
+        logger.exception("could not apply the policy to a training job", extra={"training_job": name})
+        return [name]
+    return []
+
+
+def _record(report: PassReport, job_errors: list[str]) -> None:
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=len(report.started))
     metrics.add_metric(name="JobsPreempted", unit=MetricUnit.Count, value=len(report.preempted))
     metrics.add_metric(name="StartsRefused", unit=MetricUnit.Count, value=len(report.refused))
+    metrics.add_metric(name="JobErrors", unit=MetricUnit.Count, value=len(job_errors))
+    metrics.add_metric(name="StuckJobs", unit=MetricUnit.Count, value=report.stuck)
     now = _now()
     waits: dict[str, list[float]] = {}
     for job in report.started:
         waits.setdefault(job.pool, []).append((now - job.submitted_at).total_seconds())
-    for pool in sorted(set(waits) | set(report.pending_by_pool)):
+    usage = {pool.pool: pool for pool in report.usage.pools} if report.usage is not None else {}
+    for pool in sorted(set(waits) | set(report.pending_by_pool) | set(usage)):
         per_pool = EphemeralMetrics(namespace=NAMESPACE, service="smq")
         per_pool.add_dimension(name="pool", value=pool)
         per_pool.add_metric(name="QueueDepth", unit=MetricUnit.Count, value=report.pending_by_pool.get(pool, 0))
         for waited in waits.get(pool, ()):
             per_pool.add_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited)
+        if pool in usage:
+            per_pool.add_metric(name="PoolInUse", unit=MetricUnit.Count, value=usage[pool].in_use)
+            capacity = usage[pool].capacity
+            if capacity is not None:
+                per_pool.add_metric(name="PoolCapacity", unit=MetricUnit.Count, value=capacity)
         per_pool.flush_metrics()

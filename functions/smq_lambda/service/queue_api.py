@@ -3,7 +3,8 @@
 The API never starts or stops SageMaker jobs itself: it records what the user asked for with a
 conditional write and kicks the scheduler, whose pass (reserved concurrency 1) acts on it. A kick that
 fails is logged by the trigger, not raised: the request is already durable, and the periodic
-reconciliation pass acts on it.
+reconciliation pass acts on it. Nor does it ask SageMaker how pools are used: each pass publishes
+what it measured, and `pools()` reads that.
 """
 
 from __future__ import annotations
@@ -12,12 +13,25 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from smq_lambda.domain import lifecycle
+from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
 from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job
-from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
-from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, VersionConflict
-from smq_lambda.ports import ConfigSource, JobStore, SchedulerTrigger, TrainingService
+from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
+from smq_lambda.governance.limits import violations
+from smq_lambda.ports import (
+    ConfigSource,
+    JobStore,
+    PolicySource,
+    PoolUsage,
+    PoolUsageBoard,
+    PoolUsageReport,
+    SchedulerTrigger,
+)
+from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, new_job
 
 WRITE_ATTEMPTS = 3
@@ -40,12 +54,25 @@ class PositionedPage:
 
 
 @dataclass(frozen=True)
-class PoolUsage:
-    pool: str
-    capacity: int | None
-    """None: an instance type with no pool while unpooled types are unlimited."""
-    in_use: int
-    pending: int
+class CurrentPools:
+    """Usage per pool as the last scheduling pass measured it, under today's capacities."""
+
+    pools: list[PoolUsage]
+    measured_at: datetime | None
+    """When the pass measured it; None before any pass published (counted from the table then)."""
+
+
+class AccessRulesSource(Protocol):
+    def load(self) -> AccessRules:
+        """The rules in force now (hot-reloaded; the fallback rules while the configured ones are invalid)."""
+        ...
+
+
+class _NoRules:
+    """No access rules configured: every caller may use every priority and every allowed role."""
+
+    def load(self) -> AccessRules:
+        return UNRESTRICTED
 
 
 def _utcnow() -> datetime:
@@ -67,23 +94,30 @@ class QueueService:
         *,
         policy: SubmissionPolicy | None = None,
         admin_principals: Collection[str] = frozenset(),
-        training: TrainingService | None = None,
+        access_rules: AccessRulesSource | None = None,
+        usage_board: PoolUsageBoard | None = None,
+        governance: PolicySource | None = None,
         clock: Callable[[], datetime] = _utcnow,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
-        """`training`, when given, lets `pools()` count instances held by SageMaker jobs started
-        outside the queue, as the scheduler does."""
+        """`admin_principals` are patterns (domain/principals.py) of callers that may act on any job,
+        bound by no access rule. `usage_board` is where scheduling passes publish pool usage;
+        without one (or before the first pass) `pools()` counts the table's jobs alone.
+        `governance` is the policy whose tags and limits every submission must keep; None: no policy."""
         self._store = store
         self._config = config
         self._trigger = trigger
         self._policy = policy or SubmissionPolicy()
-        self._admins = frozenset(admin_principals)
-        self._training = training
+        self._admins = tuple(admin_principals)
+        self._access_rules = access_rules or _NoRules()
+        self._usage_board = usage_board
+        self._governance = governance
         self._clock = clock
         self._new_id = new_id
 
     def submit(self, request: object, caller: str) -> PositionedJob:
-        """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, JobConflict)."""
+        """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, PolicyViolation,
+        AccessDenied, JobConflict)."""
         job = new_job(
             request,
             owner=caller,
@@ -92,12 +126,19 @@ class QueueService:
             now=self._clock(),
             job_id=self._new_id(),
         )
+        if self._governance is not None:
+            broken = violations(job.request, self._governance.load())
+            if broken:
+                raise PolicyViolation([(violation.field, violation.rule, violation.message) for violation in broken])
+        self._access().check_submission(caller, priority=job.priority, role_arn=job.request["RoleArn"])
         stored = self._store.create(job)
         self._trigger.kick(f"{stored.name} submitted")
         return self._positioned(stored)
 
-    def get(self, name: str) -> PositionedJob:
-        return self._positioned(self._load(name))
+    def get(self, name: str, job_id: str | None = None) -> PositionedJob:
+        """The newest job of the name; with `job_id`, that job: the newest or an earlier one of the
+        name (kept until its TTL, listed in the newest one's `earlier_job_ids`)."""
+        return self._positioned(self._load(name, job_id))
 
     def list_jobs(
         self,
@@ -117,61 +158,61 @@ class QueueService:
         )
 
     def change_priority(self, name: str, priority: object, caller: str) -> PositionedJob:
-        """New priority for an unfinished job; the next pass re-sorts the pool (and may preempt)."""
+        """New priority for an unfinished job; the next pass re-sorts the pool (and may preempt).
+        The job's history records who changed it. A priority above the caller's cap is AccessDenied."""
         value = check_priority(priority)
-        job, changed = self._update(name, caller, lambda job, now: _reprioritized(job, now, value))
+        access = self._access()
+
+        def reprioritized(job: Job, now: datetime) -> Job:
+            access.check_priority(caller, value)
+            return job if job.priority == value else lifecycle.reprioritize(job, now, value, by=caller)
+
+        job, changed = self._update(name, caller, reprioritized, access)
         if changed:
             self._trigger.kick(f"priority of {name} changed to {value}")
         return self._positioned(job)
 
     def cancel(self, name: str, caller: str) -> PositionedJob:
         """Pending jobs end at once; a live attempt is marked `stopping` and the pass stops it."""
-        job, changed = self._update(name, caller, lambda job, now: _cancelled(job, now, caller))
+        job, changed = self._update(name, caller, lambda job, now: _cancelled(job, now, caller), self._access())
         if changed:
             self._trigger.kick(f"{name} cancelled")
         return self._positioned(job)
 
-    def pools(self) -> list[PoolUsage]:
-        """Every configured pool, plus any instance type that active jobs use without a pool."""
+    def pools(self) -> CurrentPools:
+        """Every configured pool, plus any instance type that active jobs use without a pool, as the
+        last pass measured them: one read, however many requests come and however deep the queue."""
         config = self._config.load()
-        active = self._store.active_jobs()
-        live = [job for job in active if job.state in LIVE_STATES]
-        external: dict[str, int] = {}
-        if self._training is not None:
-            attempts = [job.current_attempt.training_job_name for job in live if job.current_attempt is not None]
-            external = self._training.external_usage(list(config.pools), attempts)
-        names = list(config.pools)
-        for job in active:
-            names.extend(pool for pool in job.demand if pool not in names)
-        return [
-            PoolUsage(
-                pool=pool,
-                capacity=config.capacity(pool),
-                in_use=sum(job.demand.get(pool, 0) for job in live) + external.get(pool, 0),
-                pending=sum(1 for job in active if job.state is JobState.PENDING and pool in job.demand),
-            )
-            for pool in names
-        ]
+        report = self._usage_board.latest() if self._usage_board is not None else None
+        if report is None:
+            counted = pool_usage(self._store.active_jobs(), {}, config, self._clock())
+            return CurrentPools(pools=list(counted.pools), measured_at=None)
+        return CurrentPools(pools=with_current_capacity(report, config), measured_at=report.measured_at)
 
-    def _load(self, name: str) -> Job:
+    def _load(self, name: str, job_id: str | None = None) -> Job:
         # A name that could never have been queued is unknown without asking the table, which would
         # refuse some of them (empty or oversized keys) with an error instead of "not found".
         if len(name) > TRAINING_JOB_NAME_MAX or not TRAINING_JOB_NAME_PATTERN.fullmatch(name):
             raise JobNotFound(name)
-        job = self._store.get(name)
+        job = self._store.get(name) if job_id is None else self._store.get(name, job_id=job_id)
         if job is None:
             raise JobNotFound(name)
         return job
 
-    def _update(self, name: str, caller: str, change: Callable[[Job, datetime], Job]) -> tuple[Job, bool]:
+    def _access(self) -> AccessPolicy:
+        return AccessPolicy(admins=self._admins, rules=self._access_rules.load())
+
+    def _update(
+        self, name: str, caller: str, change: Callable[[Job, datetime], Job], access: AccessPolicy
+    ) -> tuple[Job, bool]:
         """Apply `change` to an unfinished job the caller may act on: 404, then 403, then 409.
 
         Returns the job as stored and whether anything was written (`change` may return the job
-        unchanged when there is nothing to do).
+        unchanged when there is nothing to do, or raise to refuse it).
         """
         for _ in range(WRITE_ATTEMPTS):
             job = self._load(name)
-            if caller != job.owner and caller not in self._admins:
+            if not access.may_change(job.owner, caller):
                 raise NotOwner(name, caller)
             if job.state in TERMINAL_STATES:
                 raise JobConflict(name, f"job {name!r} is already {job.state}: a finished job cannot be changed")
@@ -197,9 +238,23 @@ class QueueService:
         return positions
 
 
-
-def _reprioritized(job: Job, now: datetime, priority: int) -> Job:
-    return job if job.priority == priority else lifecycle.reprioritize(job, now, priority)
+def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolUsage]:
+    """A pass's usage under the capacities configured now (an operator may have changed them since):
+    every configured pool, then the unconfigured ones the pass saw in use or awaited."""
+    measured = {usage.pool: usage for usage in report.pools}
+    names = [
+        *config.pools,
+        *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.pending)),
+    ]
+    return [
+        PoolUsage(
+            pool=pool,
+            capacity=config.capacity(pool),
+            in_use=measured[pool].in_use if pool in measured else 0,
+            pending=measured[pool].pending if pool in measured else 0,
+        )
+        for pool in names
+    ]
 
 
 def _cancelled(job: Job, now: datetime, caller: str) -> Job:

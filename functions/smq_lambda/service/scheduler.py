@@ -3,26 +3,52 @@
 Each use case loads what it needs through the ports, asks the pure domain what to do, and writes
 the result conditionally. A lost race (VersionConflict) is never an error: the other writer's change
 stands, and the next report or pass sees it.
+
+One job never stops the others: an unexpected error while applying a report, an action or a repair
+to one job is logged with the job's name, counted (the `JobErrors` metric) and the use case goes
+on with the next job. Whatever state the failed step left the job in is one reconciliation repairs.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any, assert_never
 
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
+from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.training_status import IN_PROGRESS, apply_status, vanished
-from smq_lambda.errors import StartRefused, TrainingServiceError, VersionConflict
-from smq_lambda.ports import ConfigSource, JobStore, PassLease, TrainingJobStatus, TrainingService
+from smq_lambda.domain.training_status import IN_PROGRESS, apply_report, is_own_attempt, vanished
+from smq_lambda.errors import (
+    ServiceUnavailable,
+    StartOutcomeUnknown,
+    StartRefused,
+    TrainingServiceError,
+    VersionConflict,
+)
+from smq_lambda.governance.policy import Policy
+from smq_lambda.ports import (
+    ConfigSource,
+    JobStore,
+    PassLease,
+    PolicySource,
+    PoolUsageBoard,
+    PoolUsageReport,
+    TrainingJobStatus,
+    TrainingService,
+)
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import Snapshot
+from smq_lambda.service.idle_watch import IdleWatch
+from smq_lambda.service.pass_measures import STUCK_AFTER, count_stuck, pool_usage
 
 logger = Logger(service="smq", child=True)
 
@@ -31,16 +57,46 @@ MAX_PASSES = 5
 """Bound on back-to-back passes in one call (reruns requested meanwhile, refused starts)."""
 
 
+class Created(Enum):
+    """What became of a CreateTrainingJob for an attempt."""
+
+    YES = "created"
+    REFUSED = "refused"
+    UNKNOWN = "unknown"
+    """The call may have taken effect: the attempt stays open and reconciliation asks SageMaker."""
+
+
 @dataclass
 class PassReport:
     """What the passes of one `schedule()` call did, for metrics and logs."""
 
     passes: int = 0
     started: list[Job] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
+    """Jobs whose create may or may not have taken effect (left `starting` for reconciliation)."""
     preempted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     pending_by_pool: dict[str, int] = field(default_factory=dict)
     skipped_busy: bool = False
+    job_errors: list[str] = field(default_factory=list)
+    stuck: int = 0
+    usage: PoolUsageReport | None = None
+
+
+@dataclass
+class ReportOutcome:
+    """What one SageMaker report did: the job's new value when it changed."""
+
+    changed: Job | None = None
+    job_errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Reconciliation:
+    """What one reconciliation did: how many jobs it repaired, and which ones failed unexpectedly."""
+
+    repaired: int = 0
+    job_errors: list[str] = field(default_factory=list)
 
 
 class Scheduler:
@@ -52,35 +108,93 @@ class Scheduler:
         config: ConfigSource,
         lease: PassLease,
         clock: Callable[[], datetime],
+        usage_board: PoolUsageBoard | None = None,
+        retry_limits: StartRetryLimits = DEFAULT_RETRY_LIMITS,
+        stuck_after: timedelta = STUCK_AFTER,
+        policy: PolicySource | None = None,
+        idle_watch: IdleWatch | None = None,
     ) -> None:
+        """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
+        alarms (no idle topic configured)."""
         self._store = store
         self._training = training
         self._config = config
         self._lease = lease
         self._clock = clock
+        self._usage_board = usage_board
+        self._retry_limits = retry_limits
+        self._stuck_after = stuck_after
+        self._policy = policy
+        self._idle_watch = idle_watch
 
-    def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> Job | None:
-        """Apply one SageMaker status report (event or describe) to its job; returns the new value
-        when the job changed. Duplicates and reports of old attempts change nothing; a report that
-        a closed attempt is still running stops that orphan."""
+    # ------------------------------------------------------------------ reports
+
+    def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:
+        """Apply one SageMaker status report (event or describe) to its job. Duplicates and reports of
+        old attempts change nothing; a report that a closed attempt is still running stops that
+        orphan; a report whose training job is not the attempt's own is about a job outside the queue.
+        The governance policy has its say first (spot fallback, MaxWaitTimeExceeded, failure retry);
+        a spot attempt that falls back is stopped after the write, and should that stop fail, the
+        attempt's next report (an interrupted spot job keeps reporting) stops it as an orphan."""
+        outcome = ReportOutcome()
+        with _isolated(job_name, "report", outcome.job_errors):
+            outcome.changed = self._report(job_name, attempt_number, status)
+        return outcome
+
+    def _report(
+        self,
+        job_name: str,
+        attempt_number: int,
+        status: TrainingJobStatus,
+        alarm_names: Collection[str] | None = None,
+    ) -> Job | None:
+        """`alarm_names`: the idle alarms reconciliation listed, so a training job's alarms are
+        put only when missing; None (an event) puts them whenever it reports `Training`."""
+        policy = self._policy.load() if self._policy is not None else Policy()
         for _ in range(REPORT_RETRIES):
             job = self._store.get(job_name)
-            if job is None:
+            if job is None or not is_own_attempt(job, attempt_number, status.name):
+                logger.info(
+                    "training job outside the queue",
+                    extra={"training_job": status.name, "tagged_job": job_name, "tagged_attempt": attempt_number},
+                )
                 return None
-            updated = apply_status(job, attempt_number, status, self._clock())
-            if updated is None:
+            effect = apply_report(job, attempt_number, status, self._clock(), policy)
+            if effect is None:
                 self._stop_if_orphan(job, attempt_number, status)
+                if self._idle_watch is not None:
+                    self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
                 return None
             try:
-                saved = self._store.save(updated, expected_version=job.version)
+                saved = self._store.save(effect.job, expected_version=job.version)
             except VersionConflict:
                 continue
-            logger.info("job changed", extra={"job": job_name, "state": saved.state, "sagemaker": status.status})
+            logger.info(
+                "job changed",
+                extra={"job": job_name, "state": saved.state, "sagemaker": status.status, "reason": saved.reason},
+            )
+            if effect.stop is not None:
+                self._stop(effect.stop)
+            if self._idle_watch is not None:
+                self._idle_watch.on_report(job, saved, attempt_number, status, policy, alarm_names)
             return saved
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
 
+    def report_outside(self, detail: Mapping[str, Any]) -> ReportOutcome:
+        """A state change of a training job outside the queue (the event's detail, with Tags as a
+        map): idle alarms while it trains, when `idle.enforce_outside_queue` is on."""
+        outcome = ReportOutcome()
+        if self._idle_watch is None:
+            return outcome
+        with _isolated(str(detail.get("TrainingJobName")), "report_outside", outcome.job_errors):
+            policy = self._policy.load() if self._policy is not None else Policy()
+            self._idle_watch.on_outside_report(detail, policy)
+        return outcome
+
     def _stop_if_orphan(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+        """Stop one of the job's own attempts that runs although the job has moved past it. Only
+        called for reports `is_own_attempt` accepted, so it never stops a job the queue did not start."""
         if status.status != IN_PROGRESS:
             return
         attempt = job.current_attempt
@@ -89,47 +203,89 @@ class Scheduler:
             logger.warning("stopping an attempt the queue no longer wants", extra={"job": job.name})
             self._stop(status.name)
 
-    def reconcile(self) -> int:
-        """Repair what lost events left behind: ask SageMaker about every live attempt. Returns how
-        many jobs changed."""
-        changed = 0
-        for job in self._store.active_jobs():
+    # ------------------------------------------------------------------ reconciliation
+
+    def reconcile(self) -> Reconciliation:
+        """Repair what lost events left behind: ask SageMaker about every live attempt, and sweep
+        the idle alarms no open attempt owns (listed before the jobs are read: see `idle.orphaned`)."""
+        result = Reconciliation()
+        alarm_names = self._idle_watch.alarm_names() if self._idle_watch is not None else None
+        jobs = self._store.active_jobs()
+        for job in jobs:
             attempt = job.current_attempt
-            if not job.is_live or attempt is None:
-                continue
-            try:
-                status = self._training.describe(attempt.training_job_name)
-            except TrainingServiceError as exc:
-                logger.warning("could not describe; next reconciliation retries", extra={"job": job.name, "error": str(exc)})
-                continue
-            if status is None:
-                changed += self._repair_missing(job)
-                continue
-            if self.report(job.name, attempt.number, status) is not None:
-                changed += 1
-            elif job.state in RELEASING_STATES and status.status == IN_PROGRESS:
-                self._stop(attempt.training_job_name)
-        return changed
+            if job.is_live and attempt is not None:
+                with _isolated(job.name, "reconcile", result.job_errors):
+                    result.repaired += self._reconcile(job, attempt, alarm_names)
+        if self._idle_watch is not None and alarm_names is not None:
+            open_attempts = [
+                job.current_attempt.training_job_name
+                for job in jobs
+                if job.is_live and job.current_attempt is not None and job.current_attempt.is_open
+            ]
+            policy = self._policy.load() if self._policy is not None else Policy()
+            with _isolated("(idle alarms)", "sweep", result.job_errors):
+                self._idle_watch.sweep(alarm_names, open_attempts, policy, self._training)
+        return result
+
+    def _reconcile(self, job: Job, attempt: Attempt, alarm_names: Collection[str] | None) -> int:
+        """Repair one live job; returns 1 when it changed."""
+        try:
+            status = self._training.describe(attempt.training_job_name)
+        except TrainingServiceError as exc:
+            logger.warning(
+                "could not describe; next reconciliation retries", extra={"job": job.name, "error": str(exc)}
+            )
+            return 0
+        if status is None:
+            return self._repair_missing(job)
+        if self._report(job.name, attempt.number, status, alarm_names) is not None:
+            return 1
+        if job.state in RELEASING_STATES and status.status == IN_PROGRESS:
+            self._stop(attempt.training_job_name)
+        return 0
 
     def _repair_missing(self, job: Job) -> int:
         if job.state is JobState.STARTING:
-            self._create(job)
-            return 0
+            return self._recreate(job)
         try:
             self._store.save(vanished(job, self._clock()), expected_version=job.version)
         except VersionConflict:
             return 0
+        if self._idle_watch is not None:
+            self._idle_watch.attempt_ended(job)
         return 1
 
-    def schedule(self) -> PassReport:
-        """Run passes until no one asked for another, holding the lease; a caller that finds the
-        lease taken leaves a rerun request for the holder and returns at once."""
+    def _recreate(self, job: Job) -> int:
+        """SageMaker has no training job for a `starting` attempt (the pass died between its write
+        and the create, or the create's answer was lost): create it again, which is idempotent.
+
+        If even that raises unexpectedly, the attempt is closed as a transient refusal before the
+        error goes on to be logged and counted: the job gives its instances back and its retries
+        are bounded by the start retry limits, instead of holding its pool for ever.
+        """
+        try:
+            created, _ = self._create(job)
+        except Exception as exc:
+            reason = f"could not create the training job: {type(exc).__name__}"
+            self._save(
+                lifecycle.refuse_start(job, self._clock(), reason=reason, lasting=False, limits=self._retry_limits), job
+            )
+            raise
+        return 1 if created is Created.REFUSED else 0
+
+    # ------------------------------------------------------------------ passes
+
+    def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
+        """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
+        lease's default); a caller that finds the lease taken leaves a rerun request for the holder
+        and returns at once."""
         report = PassReport()
         owner = uuid.uuid4().hex
-        if not self._lease.try_acquire(owner, self._clock()):
+        if not self._lease.try_acquire(owner, self._clock(), lease_for):
             self._lease.request_rerun()
-            if not self._lease.try_acquire(owner, self._clock()):
+            if not self._lease.try_acquire(owner, self._clock(), lease_for):
                 report.skipped_busy = True
+                report.stuck = count_stuck(self._store.active_jobs(), self._clock(), self._stuck_after)
                 return report
         try:
             while True:
@@ -152,48 +308,87 @@ class Scheduler:
         external = self._training.external_usage(config.pools.keys(), live_attempts)
         actions = decide(Snapshot(jobs=tuple(jobs), external_usage=external), now, config)
         by_name = {job.name: job for job in jobs}
+        after = dict(by_name)  # each job as this pass leaves it
         refused_before = len(report.refused)
         for action in actions:
-            self._apply(action, by_name[action.job_name], now, report)
+            with _isolated(action.job_name, type(action).__name__, report.job_errors):
+                after[action.job_name] = self._apply(action, by_name[action.job_name], now, report)
         for job in jobs:
             if job.state is JobState.STOPPING and job.current_attempt is not None:
-                self._stop(job.current_attempt.training_job_name)
-        report.pending_by_pool = _pending_by_pool(jobs, report)
+                with _isolated(job.name, "stop", report.job_errors):
+                    self._stop(job.current_attempt.training_job_name)
+        final = list(after.values())
+        report.pending_by_pool = _pending_by_pool(final)
+        report.stuck = count_stuck(final, now, self._stuck_after)
+        report.usage = pool_usage(final, external, config, now)
+        self._publish(report.usage)
         return len(report.refused) > refused_before
 
-    def _apply(self, action: Action, job: Job, now: datetime, report: PassReport) -> None:
+    def _apply(self, action: Action, job: Job, now: datetime, report: PassReport) -> Job:
+        """Carry out one action; returns the job as it now stands (unchanged when a race was lost)."""
         if isinstance(action, StartJob):
             started = self._save(lifecycle.start(job, now, reason=action.reason, backfill=action.backfill), job)
-            if started is not None and self._create(started):
+            if started is None:
+                return job
+            created, current = self._create(started)
+            if created is Created.YES:
                 report.started.append(started)
-            elif started is not None:
+            elif created is Created.REFUSED:
                 report.refused.append(started.name)
-        elif isinstance(action, PreemptJob):
+            else:
+                report.unconfirmed.append(started.name)
+            return current
+        if isinstance(action, PreemptJob):
             stopping = self._save(lifecycle.request_stop(job, now, preempt=True, reason=action.reason), job)
-            if stopping is not None and stopping.current_attempt is not None:
+            if stopping is None:
+                return job
+            if stopping.current_attempt is not None:
                 self._stop(stopping.current_attempt.training_job_name)
                 report.preempted.append(stopping.name)
-        elif isinstance(action, ExplainWait):
-            self._save(lifecycle.explain(job, now, action.reason), job)
+            return stopping
+        if isinstance(action, ExplainWait):
+            return self._save(lifecycle.explain(job, now, action.reason), job) or job
+        assert_never(action)
 
-    def _create(self, job: Job) -> bool:
-        """Create the job's current attempt; a refusal fails the job or sends it back with backoff."""
+    def _create(self, job: Job) -> tuple[Created, Job]:
+        """Create the job's current attempt; a refusal fails the job or sends it back with backoff,
+        an unknown outcome leaves it `starting`. Returns what happened and the job as it now stands."""
         try:
             self._training.start_attempt(job)
         except StartRefused as refusal:
-            logger.warning("start refused", extra={"job": job.name, "lasting": refusal.lasting, "reason": refusal.reason})
-            refused = lifecycle.refuse_start(job, self._clock(), reason=refusal.reason, lasting=refusal.lasting)
-            self._save(refused, job)
-            return False
+            logger.warning(
+                "start refused", extra={"job": job.name, "lasting": refusal.lasting, "reason": refusal.reason}
+            )
+            refused = lifecycle.refuse_start(
+                job, self._clock(), reason=refusal.reason, lasting=refusal.lasting, limits=self._retry_limits
+            )
+            return Created.REFUSED, self._save(refused, job) or job
+        except StartOutcomeUnknown as unknown:
+            logger.warning(
+                "start outcome unknown; the attempt stays open until reconciliation asks SageMaker",
+                extra={"job": job.name, "reason": unknown.reason},
+            )
+            return Created.UNKNOWN, job
         logger.info("attempt created", extra={"job": job.name, "attempt": job.attempts[-1].training_job_name})
-        return True
+        return Created.YES, job
+
+    def _publish(self, usage: PoolUsageReport) -> None:
+        """Publish the pass's pool usage; a throttled table only delays it to the next pass."""
+        if self._usage_board is None:
+            return
+        try:
+            self._usage_board.publish(usage)
+        except ServiceUnavailable as exc:
+            logger.warning("could not publish pool usage; the next pass does", extra={"error": str(exc)})
 
     def _stop(self, training_job_name: str) -> None:
         """Ask SageMaker to stop; a failure is logged, and reconciliation sends the stop again."""
         try:
             self._training.stop(training_job_name)
         except TrainingServiceError as exc:
-            logger.warning("stop failed; reconciliation retries", extra={"training_job": training_job_name, "error": str(exc)})
+            logger.warning(
+                "stop failed; reconciliation retries", extra={"training_job": training_job_name, "error": str(exc)}
+            )
 
     def _save(self, updated: Job, current: Job) -> Job | None:
         try:
@@ -203,11 +398,21 @@ class Scheduler:
             return None
 
 
-def _pending_by_pool(jobs: list[Job], report: PassReport) -> dict[str, int]:
-    started = {job.name for job in report.started}
+@contextmanager
+def _isolated(job_name: str, step: str, job_errors: list[str]) -> Iterator[None]:
+    """Run one job's step; an unexpected error is logged with the job's name and recorded in
+    `job_errors`, and the caller goes on with the other jobs."""
+    try:
+        yield
+    except Exception:
+        logger.exception("unexpected error; the other jobs go on", extra={"job": job_name, "step": step})
+        job_errors.append(job_name)
+
+
+def _pending_by_pool(jobs: list[Job]) -> dict[str, int]:
     depth: dict[str, int] = {}
     for job in jobs:
-        if job.state is JobState.PENDING and job.name not in started:
+        if job.state is JobState.PENDING:
             for pool in job.demand:
                 depth[pool] = depth.get(pool, 0) + 1
     return depth

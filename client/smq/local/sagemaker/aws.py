@@ -25,6 +25,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 METRIC_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+GPU_BUSY_PERCENT = 100.0
+"""What a working job reports unless told otherwise: one GPU per host, fully used."""
+GPU_IDLE_PERCENT = 0.0
 # boto3 reads AWS_ENDPOINT_URL_CLOUDWATCH_LOGS (service id "CloudWatch Logs"); the smq stack
 # also exports the shorter AWS_ENDPOINT_URL_LOGS.
 _ENDPOINT_VARIABLES = {
@@ -78,8 +81,9 @@ class AwsServices:
                                                         config=config)
             return self._clients[service]
 
-    def report_gpu_utilization(self, job_name: str, percent: float) -> None:
-        """Publish the host metric SageMaker publishes for a training instance's GPUs."""
+    def report_gpu_utilization(self, job_name: str, hosts: int, percent: float) -> None:
+        """Publish the host metric SageMaker publishes for every training instance's GPUs
+        (dimension `Host` = `<job>/algo-<n>`), the same value for each host."""
         cloudwatch = self.client("cloudwatch")
         if cloudwatch is None:
             return
@@ -88,10 +92,10 @@ class AwsServices:
                 Namespace=METRIC_NAMESPACE,
                 MetricData=[{
                     "MetricName": "GPUUtilization",
-                    "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-1"}],
+                    "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-{host}"}],
                     "Value": percent,
                     "Unit": "Percent",
-                }],
+                } for host in range(1, hosts + 1)],
             )
         except (BotoCoreError, ClientError):
             logger.warning("could not report GPUUtilization of %s", job_name, exc_info=True)

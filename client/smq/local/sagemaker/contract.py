@@ -158,6 +158,14 @@ def instance_type(request: Mapping[str, Any]) -> str:
     return groups[0]["InstanceType"] if groups else resources["InstanceType"]
 
 
+def instance_count(request: Mapping[str, Any]) -> int:
+    """Every instance of the job, all groups together: the hosts `algo-1..algo-N` SageMaker
+    publishes host metrics for, even though one local process stands for all of them."""
+    resources = request["ResourceConfig"]
+    groups = resources.get("InstanceGroups")
+    return sum(group["InstanceCount"] for group in groups) if groups else resources["InstanceCount"]
+
+
 def resource_config(request: Mapping[str, Any]) -> dict[str, Any]:
     """`resourceconfig.json`: a single host, whatever the instance count, because one local
     process stands for the whole cluster."""

@@ -19,6 +19,7 @@ from smq.local.sagemaker.contract import JobPaths
 from smq.local.sagemaker.errors import ResourceInUse, ResourceNotFound, ValidationError
 from smq.local.sagemaker.events import EventDispatcher, state_change_event
 from smq.local.sagemaker.listing import list_page, parse_list_query
+from smq.local.sagemaker.process import FAILURE_REASON_LIMIT
 from smq.local.sagemaker.records import FAILED, IN_PROGRESS, STOPPED, STOPPING, JobRecord
 from smq.local.sagemaker.runtime import Control, Executor, JobRun, PhaseTimings, Signal
 from smq.local.sagemaker.validation import (
@@ -134,11 +135,17 @@ class TrainingJobs:
 
     # -- faults and shutdown ----------------------------------------------------------------
 
-    def inject(self, name: str, fault: str) -> None:
+    def inject(self, name: str, fault: str, reason: str | None = None) -> None:
         """Emulate what the platform can do to a job: reclaim its spot instance (`interrupt`),
-        lose its instance (`fail`), or see it stop making progress (`hang`)."""
+        lose its instance (`fail`; `reason` is the FailureReason it reports, by default an
+        internal error, so `AlgorithmError: ...` stands for a failure of the training code), or
+        see it stop making progress (`hang`)."""
         if fault not in FAULTS:
             raise ValidationError(f"Unknown fault {fault!r}; use one of {', '.join(FAULTS)}.")
+        if reason is not None and (fault != "fail" or not reason.strip()
+                                   or len(reason) > FAILURE_REASON_LIMIT):
+            raise ValidationError(f"A reason applies to the fail fault only and is 1 to "
+                                  f"{FAILURE_REASON_LIMIT} characters.")
         with self._lock:
             job = self._get({"TrainingJobName": name})
             if fault == "interrupt":
@@ -156,6 +163,8 @@ class TrainingJobs:
             if job.status not in (IN_PROGRESS, STOPPING):
                 raise ValidationError(f"Training job {job.name} has already ended "
                                       f"({job.status}).")
+            if fault == "fail":
+                job.injected_failure = reason
             job.run.control.raise_signal(Signal.FAIL if fault == "fail" else Signal.HANG)
 
     def shutdown(self) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 INJECTED_FAILURE = ("InternalServerError: We encountered an internal error. Please try again. "
                     "(instance failure injected by smq local inject)")
+"""What an injected `fail` reports unless the injection names another FailureReason."""
 _STOPPED_MESSAGES = {
     "Stopped": "Training job stopped",
     "MaxRuntimeExceeded": "Training job stopped: it exceeded MaxRuntimeInSeconds",
@@ -100,7 +101,7 @@ def _train(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
 def _finish(jobs: TrainingJobs, job: JobRecord, result: TrainResult) -> None:
     control = job.run.control
     if control.is_raised(Signal.FAIL):
-        jobs.end(job, FAILED, "Failed", "Training job failed", failure_reason=INJECTED_FAILURE)
+        jobs.end(job, FAILED, "Failed", "Training job failed", failure_reason=_injected(job))
     elif control.is_raised(Signal.STOP):
         _stopped(jobs, job)
     elif result.failure_reason is not None:
@@ -135,8 +136,12 @@ def _fail(jobs: TrainingJobs, job: JobRecord, reason: str) -> None:
         jobs.end(job, STOPPED, outcome, _STOPPED_MESSAGES[outcome])
     else:
         jobs.end(job, FAILED, "Failed", "Training job failed",
-                 failure_reason=INJECTED_FAILURE if job.run.control.is_raised(Signal.FAIL)
+                 failure_reason=_injected(job) if job.run.control.is_raised(Signal.FAIL)
                  else reason)
+
+
+def _injected(job: JobRecord) -> str:
+    return job.injected_failure or INJECTED_FAILURE
 
 
 def _pause(job: JobRecord, seconds: float, ignore: frozenset[Signal] | set[Signal] = frozenset(),

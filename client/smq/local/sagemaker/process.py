@@ -3,12 +3,18 @@
 Each attempt gets a fresh `/opt/ml` tree (as a new instance would), code, data and checkpoints
 from S3, and its own process group, so stopping it also stops whatever it spawned (torchrun
 workers, data loaders). Its output goes line by line to CloudWatch Logs.
+
+A local process has no GPU to measure, so while it trains every host reports the
+`GPUUtilization` its request's `Environment["SMQ_LOCAL_GPU_UTILIZATION"]` names (percent; default
+100, busy), and 0 once an injected `hang` has frozen it: that is how a test makes a job look idle
+or busy to the idle-GPU alarms.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import shutil
 import signal as signals
@@ -24,6 +30,8 @@ from urllib.parse import urlparse
 
 from smq.local.sagemaker import contract
 from smq.local.sagemaker.aws import (
+    GPU_BUSY_PERCENT,
+    GPU_IDLE_PERCENT,
     TRANSFER_ERRORS,
     AwsServices,
     LogStream,
@@ -38,6 +46,7 @@ from smq.local.sagemaker.errors import ValidationError
 from smq.local.sagemaker.runtime import JobFailure, JobRun, PhaseTimings, Signal, TrainResult
 
 FAILURE_REASON_LIMIT = 1024  # the FailureReason shape's maximum length
+GPU_UTILIZATION_VARIABLE = "SMQ_LOCAL_GPU_UTILIZATION"
 _TAIL_LINES = 20
 _PUMP_JOIN_SECONDS = 5.0
 _ONLY_EXITED = frozenset(s for s in Signal if s is not Signal.EXITED)
@@ -60,6 +69,7 @@ class ProcessExecutor:
             raise ValidationError(
                 "The local SageMaker service runs the sagemaker_program hyperparameter or "
                 "AlgorithmSpecification.ContainerEntrypoint; the request has neither.")
+        gpu_utilization(request)
 
     def prepare(self, run: JobRun) -> None:
         paths = run.paths
@@ -144,19 +154,22 @@ class ProcessExecutor:
         return join_s3_uri(output, "model.tar.gz")
 
     def _supervise(self, run: JobRun, process: subprocess.Popen[bytes]) -> Signal | None:
-        """Wait for the process or a signal; None means the process ended by itself."""
+        """Wait for the process or a signal, reporting GPU utilization meanwhile; None means the
+        process ended by itself."""
         handled: set[Signal] = set()
+        working = gpu_utilization(run.request)
         while True:
             hung = Signal.HANG in handled
-            signal = run.control.wait(self._timings.metric_interval if hung else None, handled)
+            self._aws.report_gpu_utilization(run.name, run.hosts,
+                                             GPU_IDLE_PERCENT if hung else working)
+            signal = run.control.wait(self._timings.metric_interval, handled)
             if signal is None:
-                self._aws.report_gpu_utilization(run.name, 0.0)
-            elif signal is Signal.EXITED:
+                continue
+            if signal is Signal.EXITED:
                 return None
-            elif signal is Signal.HANG:
+            if signal is Signal.HANG:
                 _signal_group(process.pid, signals.SIGSTOP)
                 handled.add(Signal.HANG)
-                self._aws.report_gpu_utilization(run.name, 0.0)
             elif signal is Signal.FAIL:
                 _signal_group(process.pid, signals.SIGKILL)
                 return signal
@@ -178,6 +191,21 @@ class ProcessExecutor:
             shutil.copytree(source, paths.code_dir, dirs_exist_ok=True)
         else:
             unpack(source, paths.code_dir)
+
+
+def gpu_utilization(request: Mapping[str, Any]) -> float:
+    """The GPUUtilization a working job reports, from its request (see the module docstring)."""
+    text = request.get("Environment", {}).get(GPU_UTILIZATION_VARIABLE)
+    if text is None:
+        return GPU_BUSY_PERCENT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise ValidationError(f"Environment {GPU_UTILIZATION_VARIABLE} must be a percentage >= 0, "
+                              f"not {text!r}.")
+    return value
 
 
 def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str],

@@ -45,6 +45,7 @@ class JobRecord:
     failure_reason: str | None = None
     model_artifacts: str | None = None
     stop_outcome: str | None = None  # the secondary status a stopping job will end in
+    injected_failure: str | None = None  # the FailureReason an injected `fail` ends the job with
     done: threading.Event = field(default_factory=threading.Event)
 
     @property

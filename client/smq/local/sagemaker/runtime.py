@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from smq.local.sagemaker.contract import JobPaths, decode_hyperparameters
+from smq.local.sagemaker.contract import JobPaths, decode_hyperparameters, instance_count
 
 
 class Signal(enum.Enum):
@@ -70,7 +70,7 @@ class PhaseTimings:
     downloading: float = 0.05
     uploading: float = 0.05
     restart: float = 0.2          # Interrupted -> Starting after a spot interruption
-    metric_interval: float = 10.0  # how often a hung job reports 0% GPU utilization
+    metric_interval: float = 10.0  # how often a training job reports its GPU utilization
 
 
 @dataclass
@@ -96,6 +96,10 @@ class JobRun:
     @property
     def spot(self) -> bool:
         return bool(self.request.get("EnableManagedSpotTraining"))
+
+    @property
+    def hosts(self) -> int:
+        return instance_count(self.request)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ class SageMakerHttpServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], operations: Mapping[str, Operation],
-                 inject: Callable[[str, str], None]) -> None:
+                 inject: Callable[[str, str, str | None], None]) -> None:
         super().__init__(address, _Handler)
         self.operations = operations
         self.inject = inject
@@ -47,7 +47,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             params = _json_object(body)
             if self.path == INJECT_PATH:
-                self.server.inject(str(params.get("job", "")), str(params.get("fault", "")))
+                reason = params.get("reason")
+                self.server.inject(str(params.get("job", "")), str(params.get("fault", "")),
+                                   None if reason is None else str(reason))
                 self._reply(200, {})
                 return
             target = self.headers.get("X-Amz-Target", "")
@@ -93,14 +95,19 @@ class FaultRejected(Exception):
     """The service refused an injection (unknown job, wrong state, unknown fault)."""
 
 
-def request_fault(endpoint_url: str, job: str, fault: str, timeout: float = 10.0) -> None:
-    """Inject `fault` into training job `job` of the local service at `endpoint_url`.
+def request_fault(endpoint_url: str, job: str, fault: str, reason: str | None = None,
+                  timeout: float = 10.0) -> None:
+    """Inject `fault` into training job `job` of the local service at `endpoint_url`; `reason`
+    is the FailureReason of a `fail`.
 
     For `smq local inject`, which runs in another process than the stack.
     """
+    body: dict[str, str] = {"job": job, "fault": fault}
+    if reason is not None:
+        body["reason"] = reason
     request = urllib.request.Request(
         endpoint_url.rstrip("/") + INJECT_PATH, method="POST",
-        data=json.dumps({"job": job, "fault": fault}).encode(),
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout):

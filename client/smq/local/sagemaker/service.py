@@ -74,9 +74,10 @@ class LocalSageMaker:
         """The endpoint for `AWS_ENDPOINT_URL_SAGEMAKER`."""
         return f"http://{self._host}:{self._server.server_port}"
 
-    def inject(self, job: str, fault: str) -> None:
-        """Inject `interrupt`, `fail` or `hang` into the training job named `job`."""
-        self._jobs.inject(job, fault)
+    def inject(self, job: str, fault: str, reason: str | None = None) -> None:
+        """Inject `interrupt`, `fail` (with `reason` as its FailureReason) or `hang` into the
+        training job named `job`."""
+        self._jobs.inject(job, fault, reason)
 
     def shutdown(self) -> None:
         """Stop every job and wait for its processes, deliver the last events, stop serving.

@@ -1,20 +1,29 @@
 """The `synthetic` executor: jobs without a process, for fast tests and benchmarks.
 
 A job trains for `smq_synthetic_duration` seconds (default 5) and then ends as
-`smq_synthetic_outcome` says: `complete`, `fail`, or `hang` (stays in Training, reporting 0% GPU
-utilization, until stopped). Progress is kept across spot restarts, as if checkpointed
-continuously, so an interrupted job resumes where it was.
+`smq_synthetic_outcome` says: `complete`, `fail`, or `hang` (stays in Training, doing nothing, until
+stopped). While it trains, every host reports busy GPUs; once hung (by its outcome or an injected
+`hang`), idle ones. Progress is kept across spot restarts, as if checkpointed continuously, so an
+interrupted job resumes where it was.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import tarfile
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from smq.local.sagemaker.aws import TRANSFER_ERRORS, AwsServices, join_s3_uri, split_s3_uri
+from smq.local.sagemaker.aws import (
+    GPU_BUSY_PERCENT,
+    GPU_IDLE_PERCENT,
+    TRANSFER_ERRORS,
+    AwsServices,
+    join_s3_uri,
+    split_s3_uri,
+)
 from smq.local.sagemaker.contract import decode_hyperparameters
 from smq.local.sagemaker.errors import ValidationError
 from smq.local.sagemaker.runtime import JobFailure, JobRun, PhaseTimings, Signal, TrainResult
@@ -68,22 +77,21 @@ class SyntheticExecutor:
 
         while True:
             hung = Signal.HANG in handled
-            timeout = self._timings.metric_interval if hung else duration - progress()
-            signal = run.control.wait(max(0.0, timeout), handled)
-            if signal is None and hung:
-                self._aws.report_gpu_utilization(run.name, 0.0)
-                continue
+            self._aws.report_gpu_utilization(run.name, run.hosts,
+                                             GPU_IDLE_PERCENT if hung else GPU_BUSY_PERCENT)
+            left = math.inf if hung else duration - progress()
+            signal = run.control.wait(max(0.0, min(left, self._timings.metric_interval)), handled)
             run.progress_seconds = progress()
-            if signal is None and outcome == "complete":
+            done = signal is None and not hung and run.progress_seconds >= duration
+            if signal is Signal.HANG or (done and outcome == "hang"):
+                handled.add(Signal.HANG)
+            elif done and outcome == "complete":
                 return TrainResult(exit_code=0)
-            if signal is None and outcome == "fail":
+            elif done:
                 return TrainResult(exit_code=1, failure_reason=(
                     f"AlgorithmError: synthetic job failed ({OUTCOME}=fail)"))
-            if signal is None or signal is Signal.HANG:
-                handled.add(Signal.HANG)
-                self._aws.report_gpu_utilization(run.name, 0.0)
-                continue
-            return TrainResult(ended_by=signal)
+            elif signal is not None:
+                return TrainResult(ended_by=signal)
 
     def save_checkpoints(self, run: JobRun) -> None:
         """Nothing to upload: progress is the checkpoint, and it lives in `run`."""

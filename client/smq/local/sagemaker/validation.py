@@ -1,27 +1,50 @@
 """Server-side checks of CreateTrainingJob and tag requests, as SageMaker makes them.
 
-botocore only checks required members, types and minimums before sending; patterns, maximums
-and enums are the service's job, so a request the real service would reject is rejected here
-too, with the same error code and a message in the service's style.
+botocore only checks required members, types and minimums before sending; maximums, patterns and
+enums are the service's job. The shape is checked by the queue's own validator
+(smq_lambda.domain.request_shape, against botocore's model), so the queue's API and this service
+refuse the same requests; here its findings are answered in SageMaker's wire format:
+
+- a value of the wrong JSON type, or a member the model does not have, is a SerializationException
+  (the body does not deserialize into the shape);
+- a missing or null required member, and every broken length, range, pattern or enum, is one
+  ValidationException listing them all: "2 validation errors detected: Value 'x' at
+  'resourceConfig.instanceType' failed to satisfy constraint: Member must satisfy enum value set: [...]".
+  Lists are addressed as SageMaker does (`tags.1.member.key`, one-based), a map entry at its map
+  ("Map value must satisfy constraint: [...]").
+
+The service's rules beyond the shape (an image or an algorithm, instance groups or an instance type,
+spot waits, the longest runtime) and what this local service cannot run follow.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import unicodedata
-from collections.abc import Mapping, Sized
+from collections.abc import Iterable, Mapping, Sized
 from typing import Any
+
+from smq_lambda.domain.request_shape import (
+    MapKey,
+    Rule,
+    Segment,
+    Violation,
+    create_training_job_violations,
+    input_shape,
+    violations,
+)
 
 from smq.local.sagemaker.errors import SerializationError, ValidationError
 
-NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
-ROLE_PATTERN = r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$"
-S3_PATTERN = r"^s3://([^/]+)/?(.*)$"
-CHANNEL_PATTERN = r"^[A-Za-z0-9\.\-_]+$"
-INPUT_MODES = ("Pipe", "File", "FastFile")
 MAX_RUNTIME_SECONDS = 28 * 24 * 3600
 MAX_TAGS = 50
+"""Tags one resource may hold, counting those it has (AddTags)."""
+_CONSTRAINTS = {
+    Rule.MIN_LENGTH: "have length greater than or equal to {}",
+    Rule.MAX_LENGTH: "have length less than or equal to {}",
+    Rule.MIN_VALUE: "have value greater than or equal to {}",
+    Rule.MAX_VALUE: "have value less than or equal to {}",
+    Rule.PATTERN: "satisfy regular expression pattern: {}",
+}
 
 
 class Problems:
@@ -35,6 +58,9 @@ class Problems:
             f"Value '{value}' at '{path}' failed to satisfy constraint: Member must {rule}"
         )
 
+    def missing(self, path: str) -> None:
+        self._items.append(_null_at(path))
+
     def pattern(self, path: str, value: str, pattern: str) -> None:
         if re.fullmatch(pattern, value) is None:
             self.constraint(path, value, f"satisfy regular expression pattern: {pattern}")
@@ -45,11 +71,73 @@ class Problems:
                 path, value, f"have length between {low} and {high}, inclusive"
             )
 
+    def shape(self, found: Iterable[Violation], prefix: str = "") -> None:
+        """Add the shape's findings under the wire path `prefix`; a value of the wrong type or an
+        unknown member is raised at once, as a SerializationException."""
+        for violation in found:
+            path = wire_path(violation.path, prefix)
+            if _unreadable(violation):
+                raise SerializationError(f"Cannot read the value at '{path}': {violation.message}")
+            self._items.append(_constraint_sentence(violation, path))
+
     def raise_if_any(self) -> None:
         if self._items:
             count = len(self._items)
             noun = "error" if count == 1 else "errors"
             raise ValidationError(f"{count} validation {noun} detected: " + "; ".join(self._items))
+
+
+def wire_path(path: tuple[Segment, ...], prefix: str = "") -> str:
+    """A path as SageMaker's messages write it: camelCase members, `.N.member` for list items
+    (one-based), and a map entry at its map."""
+    parts = [prefix] if prefix else []
+    for index, segment in enumerate(path):
+        if isinstance(segment, int):
+            parts.append(f"{segment + 1}.member")
+        elif isinstance(segment, MapKey):
+            if index < len(path) - 1:
+                parts.append(segment.key)
+        else:
+            parts.append(_camel(segment))
+    return ".".join(parts)
+
+
+def _unreadable(violation: Violation) -> bool:
+    """A value of the wrong JSON type or a member the model lacks: the body does not deserialize.
+    A null is read as a missing member."""
+    if violation.rule is Rule.TYPE:
+        return violation.value is not None
+    return violation.rule in (Rule.UNKNOWN, Rule.BOTOCORE)
+
+
+def _constraint_sentence(violation: Violation, path: str) -> str:
+    if violation.rule in (Rule.REQUIRED, Rule.TYPE):
+        return _null_at(path)
+    if violation.rule is Rule.ENUM:
+        rule = f"satisfy enum value set: [{', '.join(violation.limit)}]"
+    else:
+        rule = _CONSTRAINTS[violation.rule].format(violation.limit)
+    if violation.path and isinstance(violation.path[-1], MapKey):
+        part = "Map keys" if violation.on_key else "Map value"
+        return (f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: "
+                f"{part} must satisfy constraint: [Member must {rule}]")
+    return (f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: "
+            f"Member must {rule}")
+
+
+def _null_at(path: str) -> str:
+    return f"Value null at '{path}' failed to satisfy constraint: Member must not be null"
+
+
+def _java_text(value: Any) -> str:
+    """A value as the service's Java messages print it (`[a, b]`, `{k=v}`, `true`)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(_java_text(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}={_java_text(item)}" for key, item in value.items()) + "}"
+    return str(value)
 
 
 def typed(value: Any, kind: type | tuple[type, ...], member: str) -> Any:
@@ -61,149 +149,98 @@ def typed(value: Any, kind: type | tuple[type, ...], member: str) -> Any:
 
 def required(request: Mapping[str, Any], member: str, kind: type | tuple[type, ...]) -> Any:
     if member not in request or request[member] is None:
-        raise ValidationError(f"1 validation error detected: Value null at "
-                              f"'{_camel(member)}' failed to satisfy constraint: "
-                              "Member must not be null")
+        raise ValidationError(f"1 validation error detected: {_null_at(_camel(member))}")
     return typed(request[member], kind, member)
-
-
-@functools.cache
-def training_instance_types() -> frozenset[str]:
-    """The service model's instance-type enum, so the check follows the installed botocore."""
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for("TrainingInstanceType").enum)
 
 
 def validate_create(request: Mapping[str, Any]) -> None:
     """Reject a CreateTrainingJob request the real service would reject."""
     problems = Problems()
-    name = required(request, "TrainingJobName", str)
-    problems.pattern("trainingJobName", name, NAME_PATTERN)
-    role = required(request, "RoleArn", str)
-    problems.length("roleArn", role, 20, 2048)
-    problems.pattern("roleArn", role, ROLE_PATTERN)
-    output = required(request, "OutputDataConfig", dict)
-    problems.pattern("outputDataConfig.s3OutputPath",
-                     required(output, "S3OutputPath", str), S3_PATTERN)
-    _check_algorithm(required(request, "AlgorithmSpecification", dict), problems)
-    _check_resources(required(request, "ResourceConfig", dict), problems)
-    _check_hyperparameters(typed(request.get("HyperParameters", {}), dict, "HyperParameters"),
-                           problems)
-    _check_channels(typed(request.get("InputDataConfig", []), list, "InputDataConfig"), problems)
-    if "CheckpointConfig" in request:
-        checkpoint = typed(request["CheckpointConfig"], dict, "CheckpointConfig")
-        problems.pattern("checkpointConfig.s3Uri", required(checkpoint, "S3Uri", str), S3_PATTERN)
-    environment = typed(request.get("Environment", {}), dict, "Environment")
-    for key, value in environment.items():
-        typed(value, str, f"Environment.{key}")
-    check_tags(typed(request.get("Tags", []), list, "Tags"), problems, "tags")
+    problems.shape(create_training_job_violations(request))
     problems.raise_if_any()
+    _check_algorithm(request)
+    _check_resources(request.get("ResourceConfig", {}))
+    _check_channels(request.get("InputDataConfig", []))
     _check_stopping(request)
+    _check_s3_schemes(request)
 
 
-def _check_algorithm(spec: Mapping[str, Any], problems: Problems) -> None:
-    mode = required(spec, "TrainingInputMode", str)
-    if mode not in INPUT_MODES:
-        problems.constraint("algorithmSpecification.trainingInputMode", mode,
-                            f"satisfy enum value set: [{', '.join(INPUT_MODES)}]")
+def check_tags(tags: list[Any], problems: Problems, path: str) -> None:
+    """A tag list against the model's TagList shape; `path` is its wire path (`tags`)."""
+    problems.shape(violations(tags, input_shape("AddTags").members["Tags"]), prefix=path)
+
+
+def _check_algorithm(request: Mapping[str, Any]) -> None:
+    """The model no longer requires an algorithm (serverless jobs have none); a job that runs one does."""
+    if "AlgorithmSpecification" not in request:
+        raise ValidationError(f"1 validation error detected: {_null_at('algorithmSpecification')}")
+    spec = request["AlgorithmSpecification"]
     if not spec.get("TrainingImage") and not spec.get("AlgorithmName"):
         raise ValidationError("You must specify either AlgorithmSpecification.TrainingImage "
                               "or AlgorithmSpecification.AlgorithmName.")
-    for member in ("ContainerEntrypoint", "ContainerArguments"):
-        if member in spec:
-            values = typed(spec[member], list, member)
-            problems.length(f"algorithmSpecification.{_camel(member)}", values, 1, 100)
-            for value in values:
-                typed(value, str, member)
 
 
-def _check_resources(resources: Mapping[str, Any], problems: Problems) -> None:
-    groups = typed(resources.get("InstanceGroups", []), list, "InstanceGroups")
+def _check_resources(resources: Mapping[str, Any]) -> None:
+    groups = resources.get("InstanceGroups", [])
     if groups and "InstanceType" in resources:
         raise ValidationError("ResourceConfig takes either InstanceType and InstanceCount "
                               "or InstanceGroups, not both.")
-    members = [(f"resourceConfig.instanceGroups.{i + 1}", typed(g, dict, "InstanceGroups"))
-               for i, g in enumerate(groups)] or [("resourceConfig", resources)]
+    problems = Problems()
+    members = [(f"resourceConfig.instanceGroups.{i + 1}.member", group)
+               for i, group in enumerate(groups)] or [("resourceConfig", resources)]
     for path, member in members:
-        kind = required(member, "InstanceType", str)
-        if kind not in training_instance_types():
-            problems.constraint(f"{path}.instanceType", kind,
-                                "satisfy enum value set: [the TrainingInstanceType values]")
-        count = required(member, "InstanceCount", int)
-        if count < 1:
-            problems.constraint(f"{path}.instanceCount", count,
+        for name in ("InstanceType", "InstanceCount"):
+            if name not in member:
+                problems.missing(f"{path}.{_camel(name)}")
+        if member.get("InstanceCount", 1) < 1:
+            problems.constraint(f"{path}.instanceCount", member["InstanceCount"],
                                 "have value greater than or equal to 1")
+    problems.raise_if_any()
 
 
-def _check_hyperparameters(hyperparameters: Mapping[str, Any], problems: Problems) -> None:
-    problems.length("hyperParameters", hyperparameters, 0, 100)
-    for key, value in hyperparameters.items():
-        typed(value, str, f"HyperParameters.{key}")
-        problems.length(f"hyperParameters.{key}.member", key, 0, 256)
-        problems.length(f"hyperParameters.{key}", value, 0, 2500)
-
-
-def _check_channels(channels: list[Any], problems: Problems) -> None:
-    problems.length("inputDataConfig", channels, 0, 20)
+def _check_channels(channels: list[Mapping[str, Any]]) -> None:
     seen: set[str] = set()
-    for index, raw in enumerate(channels, start=1):
-        channel = typed(raw, dict, "InputDataConfig")
-        path = f"inputDataConfig.{index}.member"
-        name = required(channel, "ChannelName", str)
-        problems.length(f"{path}.channelName", name, 1, 64)
-        problems.pattern(f"{path}.channelName", name, CHANNEL_PATTERN)
+    for channel in channels:
+        name = channel["ChannelName"]
         if name in seen:
             raise ValidationError(f"Channel names must be unique: {name!r} appears twice.")
         seen.add(name)
-        data_source = required(channel, "DataSource", dict)
-        if "S3DataSource" not in data_source:
+        source = channel["DataSource"].get("S3DataSource")
+        if source is None:
             raise ValidationError("The local SageMaker service supports only S3DataSource "
                                   f"channels (channel {name!r}).")
-        source = typed(data_source["S3DataSource"], dict, "S3DataSource")
-        problems.pattern(f"{path}.dataSource.s3DataSource.s3Uri",
-                         required(source, "S3Uri", str), S3_PATTERN)
-        if required(source, "S3DataType", str) != "S3Prefix":
+        if source["S3DataType"] != "S3Prefix":
             raise ValidationError("The local SageMaker service supports only S3DataType "
                                   f"S3Prefix (channel {name!r}).")
 
 
 def _check_stopping(request: Mapping[str, Any]) -> None:
-    stopping = typed(request.get("StoppingCondition", {}), dict, "StoppingCondition")
-    runtime = typed(stopping.get("MaxRuntimeInSeconds", 86400), int, "MaxRuntimeInSeconds")
-    if not 1 <= runtime <= MAX_RUNTIME_SECONDS:
+    stopping = request.get("StoppingCondition", {})
+    runtime = stopping.get("MaxRuntimeInSeconds", 86400)
+    if runtime > MAX_RUNTIME_SECONDS:
         raise ValidationError(f"MaxRuntimeInSeconds must be between 1 and {MAX_RUNTIME_SECONDS}.")
     if "MaxWaitTimeInSeconds" not in stopping:
         return
-    wait = typed(stopping["MaxWaitTimeInSeconds"], int, "MaxWaitTimeInSeconds")
     if not request.get("EnableManagedSpotTraining"):
         raise ValidationError("MaxWaitTimeInSeconds can be set only when "
                               "EnableManagedSpotTraining is true.")
-    if wait < runtime:
+    if stopping["MaxWaitTimeInSeconds"] < runtime:
         raise ValidationError("MaxWaitTimeInSeconds must be greater than or equal to "
                               "MaxRuntimeInSeconds.")
 
 
-def check_tags(tags: list[Any], problems: Problems, path: str) -> None:
-    problems.length(path, tags, 0, MAX_TAGS)
-    for index, raw in enumerate(tags, start=1):
-        tag = typed(raw, dict, "Tag")
-        key = required(tag, "Key", str)
-        value = required(tag, "Value", str)
-        problems.length(f"{path}.{index}.member.key", key, 1, 128)
-        problems.length(f"{path}.{index}.member.value", value, 0, 256)
-        for member, text in (("key", key), ("value", value)):
-            if not all(_tag_character(c) for c in text):
-                problems.constraint(f"{path}.{index}.member.{member}", text,
-                                    r"satisfy regular expression pattern: "
-                                    r"^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$")
-
-
-def _tag_character(character: str) -> bool:
-    """Letters, separators, numbers and `_.:/=+-@`: the tag pattern, which `re` cannot spell."""
-    category = unicodedata.category(character)
-    return category[0] in "LZN" or character in "_.:/=+-@"
+def _check_s3_schemes(request: Mapping[str, Any]) -> None:
+    """SageMaker also takes an S3 location as an https:// URL; this service reads and writes
+    through the S3 endpoint it is given, by bucket and key, so it needs s3:// URIs."""
+    uris = {"OutputDataConfig.S3OutputPath": request["OutputDataConfig"]["S3OutputPath"]}
+    if "CheckpointConfig" in request:
+        uris["CheckpointConfig.S3Uri"] = request["CheckpointConfig"]["S3Uri"]
+    for index, channel in enumerate(request.get("InputDataConfig", [])):
+        uris[f"InputDataConfig[{index}].DataSource.S3DataSource.S3Uri"] = (
+            channel["DataSource"]["S3DataSource"]["S3Uri"])
+    for field, uri in uris.items():
+        if not uri.startswith("s3://"):
+            raise ValidationError(f"The local SageMaker service supports only s3:// URIs ({field}: {uri}).")
 
 
 def _camel(member: str) -> str:

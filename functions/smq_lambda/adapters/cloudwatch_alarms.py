@@ -1,0 +1,98 @@
+"""The idle-GPU alarms in CloudWatch (the IdleAlarms port).
+
+Only names under `smq-idle-` are ever listed or touched: the IAM policy grants the alarm actions on
+that prefix alone. Every CloudWatch failure becomes an AlarmServiceError carrying its code, logged
+here; callers treat alarms as best-effort and let the next report or reconciliation try again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import BotoCoreError, ClientError
+
+from smq_lambda.errors import AlarmServiceError
+from smq_lambda.governance.idle import ALARM_PREFIX, MAX_NAMES_PER_DELETE
+
+logger = Logger(service="smq", child=True)
+
+ALREADY_GONE_ERRORS = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
+"""DeleteAlarms naming an alarm that no longer exists: what the delete wanted."""
+METRIC_ALARM = "MetricAlarm"
+
+
+class CloudWatchIdleAlarms:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def put(self, requests: Collection[Mapping[str, Any]]) -> None:
+        for request in requests:
+            _require_prefix([request["AlarmName"]])
+            self._call("PutMetricAlarm", self._client.put_metric_alarm, **request)
+
+    def delete(self, alarm_names: Collection[str]) -> None:
+        names = sorted(alarm_names)
+        if not names:
+            return
+        _require_prefix(names)
+        if len(names) > MAX_NAMES_PER_DELETE:
+            raise ValueError(f"DeleteAlarms takes at most {MAX_NAMES_PER_DELETE} names, not {len(names)}")
+        try:
+            self._client.delete_alarms(AlarmNames=names)
+        except ClientError as exc:
+            if _code(exc) not in ALREADY_GONE_ERRORS:
+                raise _alarm_error("DeleteAlarms", exc) from exc
+            remaining = sorted(self.states(names))
+            if remaining:
+                self._call("DeleteAlarms", self._client.delete_alarms, AlarmNames=remaining)
+        except BotoCoreError as exc:
+            raise _alarm_error("DeleteAlarms", exc) from exc
+
+    def names(self) -> list[str]:
+        return sorted(self._describe(AlarmNamePrefix=ALARM_PREFIX))
+
+    def states(self, alarm_names: Collection[str]) -> dict[str, str]:
+        names = sorted(alarm_names)
+        if not names:
+            return {}
+        _require_prefix(names)
+        return self._describe(AlarmNames=names)
+
+    def _describe(self, **selection: Any) -> dict[str, str]:
+        """Alarm name → state of the metric alarms `selection` picks, every page read."""
+        states: dict[str, str] = {}
+        try:
+            for page in self._client.get_paginator("describe_alarms").paginate(AlarmTypes=[METRIC_ALARM], **selection):
+                for alarm in page.get("MetricAlarms", ()):
+                    states[alarm["AlarmName"]] = alarm.get("StateValue", "")
+        except (ClientError, BotoCoreError) as exc:
+            raise _alarm_error("DescribeAlarms", exc) from exc
+        return states
+
+    def _call(self, operation: str, method: Any, **arguments: Any) -> None:
+        try:
+            method(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            raise _alarm_error(operation, exc) from exc
+
+
+def _require_prefix(names: Collection[str]) -> None:
+    """A name outside the prefix is a bug here, never something to send (IAM would refuse it)."""
+    outside = [name for name in names if not name.startswith(ALARM_PREFIX)]
+    if outside:
+        raise ValueError(f"not idle alarm names (prefix {ALARM_PREFIX!r}): {outside}")
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code") or "Unknown")
+
+
+def _alarm_error(operation: str, exc: ClientError | BotoCoreError) -> AlarmServiceError:
+    if isinstance(exc, ClientError):
+        code, message = _code(exc), str(exc.response.get("Error", {}).get("Message") or exc)
+    else:
+        code, message = type(exc).__name__, str(exc)
+    logger.warning("CloudWatch alarm call failed", extra={"operation": operation, "code": code, "error": message})
+    return AlarmServiceError(operation, code, message)

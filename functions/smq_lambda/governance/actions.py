@@ -1,0 +1,124 @@
+"""What the governance rules ask the edges to do. Every action carries the reason a person reads
+(in `smq describe`, `GET /jobs/{name}` or a notification), so a stopped job always says why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+IDLE_OUTCOME = "idle-gpu"
+"""An attempt stopped because its GPUs sat idle; the job ends failed."""
+SPOT_FALLBACK_OUTCOME = "spot-fallback"
+"""A managed-spot attempt stopped after too many interruptions; the job waits again, on demand."""
+RETRIED_OUTCOME = "infrastructure-failure"
+"""An attempt that failed for the infrastructure's reason; the job waits again for its next attempt."""
+FAILED_OUTCOME = "failed"
+MAX_WAIT_OUTCOME = "max-wait-time-exceeded"
+"""SageMaker stopped a managed-spot attempt at its MaxWaitTimeInSeconds."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a training job breaks the policy."""
+
+    field: str
+    """Dotted path in the CreateTrainingJob request (`ResourceConfig.InstanceGroups[1].InstanceType`,
+    `Tags.project`)."""
+    rule: str
+    """The policy key that was broken (`required_tags`, `max_instance_count`, ...)."""
+    message: str
+    """What is wrong, starting with the field."""
+
+
+@dataclass(frozen=True)
+class StopOutsideJob:
+    """Stop a training job the queue did not start, because it breaks the policy."""
+
+    training_job_name: str
+    violations: tuple[Violation, ...]
+    started_by: str | None
+    """Who created it, when known (see `limits.started_by`)."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotifyPolicy:
+    """Publish to the policy SNS topic. `subject` is printable ASCII of at most 100 characters, as
+    SNS requires of a subject."""
+
+    subject: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PutIdleAlarms:
+    """Create (or overwrite) the idle-GPU alarms of one training job: PutMetricAlarm requests."""
+
+    training_job_name: str
+    requests: tuple[Mapping[str, Any], ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class DeleteIdleAlarms:
+    """Delete idle-GPU alarms: at most 100 names, what one DeleteAlarms call takes."""
+
+    alarm_names: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class StopIdleJob:
+    """Stop a training job whose GPUs sat idle. A queued job then ends failed with `reason`, and is
+    never re-queued: the same code would idle again."""
+
+    training_job_name: str
+    job_name: str | None
+    """None: a training job outside the queue (watched when `idle.enforce_outside_queue` is on)."""
+    attempt: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class FallBackToOnDemand:
+    """Stop a managed-spot attempt and queue the job again with `request`, its on-demand version,
+    which replaces the stored request for good: a job never goes back to spot."""
+
+    job_name: str
+    attempt: int
+    training_job_name: str
+    request: Mapping[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetryAttempt:
+    """Close a failed attempt with RETRIED_OUTCOME and return the job to the queue for its next
+    attempt (it keeps its submission time, so its place in the queue)."""
+
+    job_name: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FailJob:
+    """End the job failed: its attempt closes with `outcome`."""
+
+    job_name: str
+    attempt: int
+    outcome: str
+    reason: str
+
+
+GovernanceAction = (
+    StopOutsideJob
+    | NotifyPolicy
+    | PutIdleAlarms
+    | DeleteIdleAlarms
+    | StopIdleJob
+    | FallBackToOnDemand
+    | RetryAttempt
+    | FailJob
+)

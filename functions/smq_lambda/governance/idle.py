@@ -1,0 +1,284 @@
+"""Idle GPUs: the CloudWatch alarms that watch every host of a training job, and what their
+notifications mean.
+
+SageMaker publishes `GPUUtilization` per host in `/aws/sagemaker/TrainingJobs` with the dimension
+`Host` = `<training-job-name>/algo-<n>`, n = 1..instances (every instance group counted). A job is
+idle when *every* host is: one busy host keeps it running, so a job is never stopped for a host
+that merely waits on the others. Each host's metric is read as its Maximum over the period (one
+busy minute is not idle), and the alarm watches the MAX of those across hosts, at or below the
+threshold for `evaluation_periods` periods out of as many.
+
+Missing data is not breaching: no datapoint is no evidence of idleness (a job just reaching
+`Training`, an instance type without GPUs), so only real idle datapoints stop a job.
+
+A metric-math alarm reads at most 10 metrics, so a job of more than 10 hosts gets one alarm per 10
+hosts (`smq-idle-<job>.part-<k>-of-<n>`), each notifying; a notification stops the job only when
+every part is in ALARM, which the handler reads back (DescribeAlarms). Composite alarms would do
+this in CloudWatch, but PutCompositeAlarm must be allowed on `*` (CloudWatch refuses a narrower
+scope), and the queue's alarm permissions stay scoped to the `smq-idle-` prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smq_lambda.domain.model import TRAINING_JOB_NAME_PATTERN, Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, PutIdleAlarms, StopIdleJob
+from smq_lambda.governance.policy import IdlePolicy, Policy
+from smq_lambda.governance.values import is_int, member
+
+ALARM_PREFIX = "smq-idle-"
+"""Every idle alarm's name starts with this; the IAM policy and the orphan sweep rely on it."""
+NAMESPACE = "/aws/sagemaker/TrainingJobs"
+METRIC = "GPUUtilization"
+HOST_DIMENSION = "Host"
+MAX_HOSTS_PER_ALARM = 10
+"""CloudWatch's hard limit on the metrics one metric-math alarm reads."""
+MAX_NAMES_PER_DELETE = 100
+"""What one DeleteAlarms call takes."""
+ALARM = "ALARM"
+PART_SEPARATOR = "."
+"""Not allowed in training job names, so `<job>.part-...` never reads as another job's name."""
+
+
+@dataclass(frozen=True)
+class AlarmRef:
+    """Which training job, and which part of its hosts, an idle alarm watches."""
+
+    training_job_name: str
+    part: int = 1
+    parts: int = 1
+
+    @property
+    def name(self) -> str:
+        return alarm_name(self.training_job_name, self.part, self.parts)
+
+    def all_names(self) -> list[str]:
+        """The names of every alarm of the same job (this one included)."""
+        return [alarm_name(self.training_job_name, part, self.parts) for part in range(1, self.parts + 1)]
+
+
+def alarm_name(training_job_name: str, part: int = 1, parts: int = 1) -> str:
+    base = f"{ALARM_PREFIX}{training_job_name}"
+    return base if parts == 1 else f"{base}{PART_SEPARATOR}part-{part}-of-{parts}"
+
+
+def parse_alarm_name(name: str) -> AlarmRef | None:
+    """The AlarmRef an idle alarm name was made from; None for any other name."""
+    if not name.startswith(ALARM_PREFIX):
+        return None
+    job, _, part = name[len(ALARM_PREFIX) :].partition(PART_SEPARATOR)
+    if not TRAINING_JOB_NAME_PATTERN.fullmatch(job):
+        return None
+    if not part:
+        return AlarmRef(job)
+    numbers = part.removeprefix("part-").split("-of-")
+    if len(numbers) != 2 or not all(number.isdigit() for number in numbers):
+        return None
+    ref = AlarmRef(job, int(numbers[0]), int(numbers[1]))
+    return ref if 1 <= ref.part <= ref.parts and ref.parts > 1 and ref.name == name else None
+
+
+def host_count(request: Mapping[str, Any]) -> int:
+    """Instances of a CreateTrainingJob request or DescribeTrainingJob answer, every group counted:
+    the hosts algo-1..algo-N that publish metrics."""
+    resources = request.get("ResourceConfig")
+    groups = member(resources, "InstanceGroups")
+    counts = (
+        [member(group, "InstanceCount") for group in groups]
+        if isinstance(groups, list) and groups
+        else [member(resources, "InstanceCount")]
+    )
+    return max(sum(count for count in counts if is_int(count) and count > 0), 1)
+
+
+def idle_condition(idle: IdlePolicy) -> str:
+    """The rule in words: the alarm's description, and the reason a stopped job records."""
+    return (
+        f"every host at or below {idle.threshold_percent:g}% GPU utilization for "
+        f"{idle.evaluation_periods} consecutive periods of {idle.period_seconds} s"
+    )
+
+
+def alarm_requests(training_job_name: str, instances: int, idle: IdlePolicy, topic_arn: str) -> list[dict[str, Any]]:
+    """The PutMetricAlarm requests that watch every host of a training job of `instances` hosts."""
+    if not TRAINING_JOB_NAME_PATTERN.fullmatch(training_job_name):
+        raise ValueError(f"{training_job_name!r} is not a SageMaker training job name")
+    if instances < 1:
+        raise ValueError(f"a training job has at least one host, not {instances}")
+    parts = -(-instances // MAX_HOSTS_PER_ALARM)
+    requests = []
+    for part in range(1, parts + 1):
+        first = (part - 1) * MAX_HOSTS_PER_ALARM + 1
+        hosts = range(first, min(first + MAX_HOSTS_PER_ALARM, instances + 1))
+        description = idle_condition(idle)
+        if parts > 1:
+            description += (
+                f"; this alarm watches algo-{hosts[0]}..algo-{hosts[-1]} of {instances} hosts, and the job stops "
+                f"when all {parts} of its alarms are in ALARM"
+            )
+        requests.append(
+            {
+                "AlarmName": alarm_name(training_job_name, part, parts),
+                "AlarmDescription": description,
+                "ActionsEnabled": True,
+                "AlarmActions": [topic_arn],
+                "Metrics": _metrics(training_job_name, hosts, idle.period_seconds),
+                "EvaluationPeriods": idle.evaluation_periods,
+                "DatapointsToAlarm": idle.evaluation_periods,
+                "Threshold": idle.threshold_percent,
+                "ComparisonOperator": "LessThanOrEqualToThreshold",
+                "TreatMissingData": "notBreaching",
+            }
+        )
+    return requests
+
+
+def _metrics(training_job_name: str, hosts: range, period: int) -> list[dict[str, Any]]:
+    """One query per host; with several, the MAX across them is what the alarm watches (a single
+    host's metric is watched as it is: MAX of one series would be a scalar)."""
+    queries: list[dict[str, Any]] = [
+        {
+            "Id": f"host{host}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": NAMESPACE,
+                    "MetricName": METRIC,
+                    "Dimensions": [{"Name": HOST_DIMENSION, "Value": f"{training_job_name}/algo-{host}"}],
+                },
+                "Period": period,
+                "Stat": "Maximum",
+            },
+            "ReturnData": len(hosts) == 1,
+        }
+        for host in hosts
+    ]
+    if len(hosts) > 1:
+        ids = ",".join(query["Id"] for query in queries)
+        label = f"busiest GPU host of algo-{hosts[0]}..algo-{hosts[-1]}"
+        queries.append({"Id": "busiest", "Expression": f"MAX([{ids}])", "Label": label, "ReturnData": True})
+    return queries
+
+
+def watch(
+    training_job_name: str, instances: int, *, queued: bool, policy: Policy, topic_arn: str
+) -> PutIdleAlarms | None:
+    """When an attempt reaches `Training`: its alarms. Queued jobs are always watched, others only
+    when `idle.enforce_outside_queue` is on."""
+    if not queued and not policy.idle.enforce_outside_queue:
+        return None
+    requests = alarm_requests(training_job_name, instances, policy.idle, topic_arn)
+    return PutIdleAlarms(
+        training_job_name, tuple(requests), f"watching for idle GPUs: {idle_condition(policy.idle)} stops the job"
+    )
+
+
+def stop_watching(training_job_name: str, instances: int, reason: str) -> list[DeleteIdleAlarms]:
+    """When an attempt ends: delete its alarms (every part)."""
+    parts = -(-instances // MAX_HOSTS_PER_ALARM)
+    return _deletes(AlarmRef(training_job_name, 1, parts).all_names(), reason)
+
+
+def orphaned(alarm_names: Iterable[str], watched: Collection[str]) -> list[DeleteIdleAlarms]:
+    """The idle alarms no watched training job owns, to delete.
+
+    `watched` holds the training jobs that should have alarms: the queue's open attempts and the
+    outside jobs under `enforce_outside_queue`. List the alarms *before* reading `watched`: an alarm
+    is created after its attempt opened, so every alarm listed then belongs to an attempt the later
+    read still sees open, unless it has ended.
+    """
+    names = sorted(
+        name
+        for name in alarm_names
+        if name.startswith(ALARM_PREFIX)
+        and ((ref := parse_alarm_name(name)) is None or ref.training_job_name not in watched)
+    )
+    return _deletes(names, "orphaned idle alarm: no open attempt or watched training job owns it")
+
+
+def _deletes(names: list[str], reason: str) -> list[DeleteIdleAlarms]:
+    return [
+        DeleteIdleAlarms(tuple(names[start : start + MAX_NAMES_PER_DELETE]), reason)
+        for start in range(0, len(names), MAX_NAMES_PER_DELETE)
+    ]
+
+
+@dataclass(frozen=True)
+class IdleNotification:
+    """The parts of CloudWatch's alarm notification (the JSON message it publishes to SNS) that say
+    which job went idle and why."""
+
+    alarm: AlarmRef
+    state: str
+    """`NewStateValue`: ALARM, OK or INSUFFICIENT_DATA."""
+    description: str | None
+    state_reason: str | None
+    changed_at: str | None
+
+
+def parse_notification(message: object) -> IdleNotification | None:
+    """An SNS record's `Message` (the JSON text, or already decoded) as an IdleNotification; None for
+    anything that is not an idle alarm's notification, which the handler logs and ignores."""
+    if isinstance(message, str):
+        try:
+            message = json.loads(message)
+        except ValueError:
+            return None
+    name, state = member(message, "AlarmName"), member(message, "NewStateValue")
+    ref = parse_alarm_name(name) if isinstance(name, str) else None
+    if ref is None or not isinstance(state, str):
+        return None
+    return IdleNotification(
+        alarm=ref,
+        state=state,
+        description=_text(member(message, "AlarmDescription")),
+        state_reason=_text(member(message, "NewStateReason")),
+        changed_at=_text(member(message, "StateChangeTime")),
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def decide_idle(
+    notification: IdleNotification, *, job: Job | None, policy: Policy, part_states: Mapping[str, str]
+) -> list[GovernanceAction]:
+    """What an idle alarm's notification means.
+
+    `job` is the queued job whose attempt the training job is, None for a job outside the queue.
+    `part_states` maps the job's other alarm names to their state (empty for a job of one alarm).
+    The job is stopped when it is still running and every part of it is idle; a notification about
+    an attempt that has ended, or an outside job no longer watched, deletes the alarms instead.
+    """
+    ref = notification.alarm
+    if notification.state != ALARM:
+        return []
+    target: tuple[str | None, int | None] = (None, None)
+    if job is not None:
+        attempt = job.current_attempt
+        if attempt is None or not attempt.is_open or attempt.training_job_name != ref.training_job_name:
+            return _deletes(ref.all_names(), f"the attempt {ref.training_job_name} of job {job.name} has ended")
+        if job.state not in (JobState.STARTING, JobState.RUNNING):
+            return []
+        target = (job.name, attempt.number)
+    elif not policy.idle.enforce_outside_queue:
+        return _deletes(ref.all_names(), "jobs outside the queue are no longer watched (idle.enforce_outside_queue)")
+    others = [name for name in ref.all_names() if name != ref.name]
+    if any(part_states.get(name) != ALARM for name in others):
+        return []
+    return [StopIdleJob(ref.training_job_name, *target, _reason(notification))]
+
+
+def _reason(notification: IdleNotification) -> str:
+    """The alarm's own description (written by `alarm_requests`, its first clause being the rule),
+    so the reason states the rule the alarm enforced even if the policy has changed since."""
+    name = notification.alarm.name
+    when = f", {notification.changed_at}" if notification.changed_at else ""
+    if notification.description:
+        return f"idle GPU: {notification.description.split('; ')[0]} (CloudWatch alarm {name}{when})"
+    return f"idle GPU: CloudWatch alarm {name} fired{when}: {notification.state_reason or 'no reason given'}"

@@ -1,0 +1,103 @@
+"""Managed spot: falling back to on-demand after too many interruptions, and recognising a spot
+job SageMaker stopped at its MaxWaitTimeInSeconds.
+
+SageMaker restarts an interrupted spot job itself, from its checkpoints, as long as spot capacity
+comes back; at busy times every restart is interrupted again and the job makes no progress. So an
+attempt interrupted more than `spot_interruption_limit` times is stopped and its job queued again
+on demand: the same request with `EnableManagedSpotTraining` false and `MaxWaitTimeInSeconds`
+(a spot-only member) removed, every other member kept, the checkpoint location included, so the
+next attempt resumes where the last checkpoint left it. The on-demand request replaces the stored
+one, so the job never goes back to spot, and it waits in the queue like any other attempt.
+
+Interruptions are counted from SageMaker's own reports: the `Interrupted` entries of the attempt's
+`SecondaryStatusTransitions`, the full history, so duplicate or late reports count nothing twice.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
+from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.values import is_int, member
+from smq_lambda.ports import TrainingJobStatus
+
+INTERRUPTED = "Interrupted"
+MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"
+STOPPED = "Stopped"
+IN_PROGRESS = "InProgress"
+SPOT_MEMBER = "EnableManagedSpotTraining"
+SPOT_ONLY_STOPPING_MEMBER = "MaxWaitTimeInSeconds"
+
+
+def interruptions(description: Mapping[str, Any]) -> int:
+    """How often SageMaker interrupted the training job, from its secondary status history."""
+    transitions = description.get("SecondaryStatusTransitions")
+    if not isinstance(transitions, list):
+        return 0
+    return sum(1 for transition in transitions if member(transition, "Status") == INTERRUPTED)
+
+
+def is_spot(request: Mapping[str, Any]) -> bool:
+    return request.get(SPOT_MEMBER) is True
+
+
+def on_demand_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """`request` on demand: a deep copy with only the two spot members changed; `request` is untouched."""
+    on_demand = copy.deepcopy(dict(request))
+    on_demand[SPOT_MEMBER] = False
+    stopping = on_demand.get("StoppingCondition")
+    if isinstance(stopping, dict):
+        stopping.pop(SPOT_ONLY_STOPPING_MEMBER, None)
+    return on_demand
+
+
+def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Policy) -> FallBackToOnDemand | None:
+    """Fall back to on-demand when the job's running spot attempt (the one `description` is about)
+    has been interrupted more than the policy allows; None otherwise."""
+    attempt = job.current_attempt
+    name = description.get("TrainingJobName")
+    if attempt is None or not attempt.is_open or attempt.training_job_name != name:
+        return None
+    if job.state not in (JobState.STARTING, JobState.RUNNING) or description.get("TrainingJobStatus") != IN_PROGRESS:
+        return None
+    count, limit = interruptions(description), policy.spot_interruption_limit
+    if not is_spot(job.request) or count <= limit:
+        return None
+    checkpoint = member(job.request.get("CheckpointConfig"), "S3Uri")
+    resume = (
+        f"resumes from its checkpoints in {checkpoint}"
+        if isinstance(checkpoint, str)
+        else "starts over: the request has no CheckpointConfig"
+    )
+    reason = (
+        f"spot fallback: attempt {attempt.number} was interrupted {count} times (limit {limit}); queued again on "
+        f"demand ({SPOT_MEMBER} false, {SPOT_ONLY_STOPPING_MEMBER} removed) and {resume}"
+    )
+    return FallBackToOnDemand(
+        job.name, attempt.number, attempt.training_job_name, on_demand_request(job.request), reason
+    )
+
+
+def decide_max_wait(job: Job, status: TrainingJobStatus) -> FailJob | None:
+    """A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds ends the job failed with that
+    reason, not as stopped outside the queue; None for any other report, or a stop the queue asked
+    for (a preemption or cancel landing at the same moment keeps its meaning)."""
+    attempt = job.current_attempt
+    if attempt is None or not attempt.is_open or attempt.training_job_name != status.name:
+        return None
+    if status.status != STOPPED or status.secondary_status != MAX_WAIT_TIME_EXCEEDED:
+        return None
+    if job.state not in (JobState.STARTING, JobState.RUNNING):
+        return None
+    limit = member(job.request.get("StoppingCondition"), SPOT_ONLY_STOPPING_MEMBER)
+    waited = f" ({limit} s)" if is_int(limit) else ""
+    reason = (
+        f"stopped by SageMaker: {SPOT_ONLY_STOPPING_MEMBER}{waited} exceeded; a managed-spot job must finish, "
+        f"waits for spot capacity included, within it"
+    )
+    return FailJob(job.name, attempt.number, MAX_WAIT_OUTCOME, reason)

@@ -1,0 +1,167 @@
+"""The idle-GPU alarms' side of the scheduler: put a training job's alarms when it reaches
+`Training`, delete them when its attempt ends, and sweep orphans during reconciliation.
+
+The decisions are governance/idle.py's; this only carries them out. Alarms are best-effort: a
+CloudWatch failure is logged and never fails the report or the pass that asked for it. A missed
+put is made again by the next reconciliation (which sees the attempt still `Training` and its
+alarms missing); a missed delete is swept as an orphan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_status import IN_PROGRESS
+from smq_lambda.errors import AlarmServiceError, TrainingServiceError
+from smq_lambda.governance import idle
+from smq_lambda.governance.actions import DeleteIdleAlarms
+from smq_lambda.governance.policy import Policy
+from smq_lambda.ports import IdleAlarms, TrainingJobStatus, TrainingService
+
+logger = Logger(service="smq", child=True)
+
+TRAINING = "Training"
+"""The secondary status at which a training job's GPUs are expected to work."""
+WATCHED_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
+ENDED_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
+
+
+def is_training(status: TrainingJobStatus) -> bool:
+    return status.status == IN_PROGRESS and status.secondary_status == TRAINING
+
+
+def hosts_of(job: Job) -> int:
+    """Every instance the job's attempt runs on (algo-1..N)."""
+    return max(sum(job.demand.values()), 1)
+
+
+class IdleWatch:
+    def __init__(self, alarms: IdleAlarms, topic_arn: str) -> None:
+        self._alarms = alarms
+        self._topic_arn = topic_arn
+
+    def on_report(
+        self,
+        before: Job,
+        after: Job,
+        attempt_number: int,
+        status: TrainingJobStatus,
+        policy: Policy,
+        existing: Collection[str] | None = None,
+    ) -> None:
+        """After a report about attempt `attempt_number` (`after` is the job as it now stands):
+        watch the attempt when it trains, stop watching it when it has ended. `existing`: see
+        `watch`."""
+        attempt, was = after.current_attempt, before.current_attempt
+        if attempt is None or attempt.number != attempt_number or attempt.training_job_name != status.name:
+            return
+        if attempt.is_open and after.state in WATCHED_STATES and is_training(status):
+            self.watch(attempt.training_job_name, hosts_of(after), queued=True, policy=policy, existing=existing)
+        elif was is not None and was.number == attempt_number and was.is_open and not attempt.is_open:
+            self.attempt_ended(before)
+
+    def attempt_ended(self, before: Job) -> None:
+        """`before`'s current attempt has ended: delete its alarms."""
+        attempt = before.current_attempt
+        if attempt is not None:
+            reason = f"attempt {attempt.number} of job {before.name} ended"
+            self._delete(idle.stop_watching(attempt.training_job_name, hosts_of(before), reason))
+
+    def on_outside_report(self, detail: Mapping[str, Any], policy: Policy) -> None:
+        """A state change of a training job outside the queue (DescribeTrainingJob's shape): watched
+        while it trains when `idle.enforce_outside_queue` is on, unwatched when it ends."""
+        name, status = detail.get("TrainingJobName"), detail.get("TrainingJobStatus")
+        if not isinstance(name, str):
+            return
+        instances = idle.host_count(detail)
+        if status == IN_PROGRESS and detail.get("SecondaryStatus") == TRAINING:
+            self.watch(name, instances, queued=False, policy=policy)
+        elif status in ENDED_STATUSES and policy.idle.enforce_outside_queue:
+            self._delete(idle.stop_watching(name, instances, f"training job {name} ended ({status})"))
+
+    def watch(
+        self,
+        training_job_name: str,
+        instances: int,
+        *,
+        queued: bool,
+        policy: Policy,
+        existing: Collection[str] | None = None,
+    ) -> None:
+        """Put the job's alarms; with `existing` (the alarm names reconciliation listed), only when
+        one of them is missing, so reconciling does not rewrite every alarm every time."""
+        action = idle.watch(training_job_name, instances, queued=queued, policy=policy, topic_arn=self._topic_arn)
+        if action is None:
+            return
+        if existing is not None and all(request["AlarmName"] in existing for request in action.requests):
+            return
+        try:
+            self._alarms.put(action.requests)
+        except AlarmServiceError as exc:
+            logger.warning(
+                "could not put idle alarms; reconciliation retries",
+                extra={"training_job": training_job_name, "error": str(exc)},
+            )
+            return
+        logger.info("idle alarms put", extra={"training_job": training_job_name, "reason": action.reason})
+
+    def alarm_names(self) -> list[str] | None:
+        """Every idle alarm's name; None when CloudWatch cannot say (the sweep then waits)."""
+        try:
+            return self._alarms.names()
+        except AlarmServiceError as exc:
+            logger.warning("could not list idle alarms; the next reconciliation sweeps", extra={"error": str(exc)})
+            return None
+
+    def sweep(
+        self,
+        listed: Collection[str],
+        open_attempts: Collection[str],
+        policy: Policy,
+        training: TrainingService,
+    ) -> None:
+        """Delete the alarms in `listed` (read before `open_attempts`) that no watched training job
+        owns. Under `enforce_outside_queue`, an alarm of a training job outside the queue stays
+        while SageMaker still reports that job in progress."""
+        watched = set(open_attempts)
+        if policy.idle.enforce_outside_queue:
+            watched |= self._running_outside(listed, watched, training.describe)
+        for action in idle.orphaned(listed, watched):
+            self._delete([action])
+
+    @staticmethod
+    def _running_outside(
+        listed: Collection[str],
+        watched: Collection[str],
+        describe: Callable[[str], TrainingJobStatus | None],
+    ) -> set[str]:
+        running: set[str] = set()
+        for name in listed:
+            ref = idle.parse_alarm_name(name)
+            if ref is None or ref.training_job_name in watched or ref.training_job_name in running:
+                continue
+            try:
+                status = describe(ref.training_job_name)
+            except TrainingServiceError:
+                running.add(ref.training_job_name)
+                continue
+            if status is not None and status.status == IN_PROGRESS:
+                running.add(ref.training_job_name)
+        return running
+
+    def _delete(self, actions: list[DeleteIdleAlarms]) -> None:
+        for action in actions:
+            try:
+                self._alarms.delete(action.alarm_names)
+            except AlarmServiceError as exc:
+                logger.warning(
+                    "could not delete idle alarms; reconciliation sweeps them",
+                    extra={"alarms": list(action.alarm_names), "error": str(exc)},
+                )
+                continue
+            logger.info("idle alarms deleted", extra={"alarms": list(action.alarm_names), "reason": action.reason})

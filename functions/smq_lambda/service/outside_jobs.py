@@ -1,0 +1,116 @@
+"""Training jobs the queue did not start: stopped when they break the policy's tags and limits, and
+the policy topic told which job, which rules, and who started it.
+
+The decision is `governance.limits.check_outside_job`; this use case only picks the moment, rules
+out the queue's own attempts, and carries the actions out.
+
+It acts once per training job: only on the report that a job is `Starting` (the first SageMaker
+sends for a job that will run), and only when DescribeTrainingJob still shows it running and not
+being stopped, so a duplicate or late `Starting` event, after the stop landed, does nothing. When
+DescribeTrainingJob cannot be asked, the stop goes ahead (stopping twice is harmless; a job left
+running is not) and its notification may then repeat.
+
+A queue attempt is told apart by the job and attempt its tags name *and* the name the queue gives
+that attempt (`is_own_attempt`), never by the tags alone, which anyone can set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger
+
+from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, TRAINING_JOB_NAME_PATTERN
+from smq_lambda.domain.training_status import IN_PROGRESS, is_own_attempt
+from smq_lambda.errors import TrainingServiceError
+from smq_lambda.governance.actions import NotifyPolicy, StopOutsideJob
+from smq_lambda.governance.limits import check_outside_job
+from smq_lambda.governance.values import tag_map
+from smq_lambda.ports import JobStore, PolicySource, TrainingService
+
+logger = Logger(service="smq", child=True)
+
+STARTING = "Starting"
+STOPPING = "Stopping"
+
+
+class PolicyNotifier(Protocol):
+    def notify(self, notification: NotifyPolicy) -> bool:
+        """Publish `notification`; False when it could not be (the adapter logged it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OutsideJobCheck:
+    """What checking one report did."""
+
+    stopped: StopOutsideJob | None = None
+    """The stop asked for (its violations and reason); None: nothing was stopped."""
+    notified: bool = False
+
+
+class OutsideJobs:
+    def __init__(
+        self, *, store: JobStore, training: TrainingService, policy: PolicySource, notifier: PolicyNotifier | None
+    ) -> None:
+        """Without a `notifier` (no policy topic configured) jobs are still stopped; the log says why."""
+        self._store = store
+        self._training = training
+        self._policy = policy
+        self._notifier = notifier
+
+    def check(self, detail: Mapping[str, Any]) -> OutsideJobCheck:
+        """Apply the policy to the training job a state-change event's `detail` reports (the
+        DescribeTrainingJob members and the job's Tags as a map)."""
+        name = detail.get("TrainingJobName")
+        if not isinstance(name, str) or detail.get("TrainingJobStatus") != IN_PROGRESS:
+            return OutsideJobCheck()
+        if detail.get("SecondaryStatus") != STARTING or self._is_queue_attempt(name, detail.get("Tags")):
+            return OutsideJobCheck()
+        actions = check_outside_job(detail, self._policy.load(), tags=detail.get("Tags"))
+        stop = next((action for action in actions if isinstance(action, StopOutsideJob)), None)
+        if stop is None or not self._still_running(name):
+            return OutsideJobCheck()
+        try:
+            self._training.stop(name)
+        except TrainingServiceError as exc:
+            logger.error(
+                "could not stop a training job that breaks the policy",
+                extra={"training_job": name, "reason": stop.reason, "error": str(exc)},
+            )
+            return OutsideJobCheck()
+        logger.warning("stopped a training job outside the queue", extra={"training_job": name, "reason": stop.reason})
+        notified = False
+        for notification in (action for action in actions if isinstance(action, NotifyPolicy)):
+            notified = self._notify(name, notification)
+        return OutsideJobCheck(stopped=stop, notified=notified)
+
+    def _is_queue_attempt(self, training_job_name: str, tags: object) -> bool:
+        tags = tag_map(tags)
+        job_name, attempt = tags.get(JOB_TAG, ""), tags.get(ATTEMPT_TAG, "")
+        if not TRAINING_JOB_NAME_PATTERN.fullmatch(job_name) or not (attempt.isascii() and attempt.isdigit()):
+            return False
+        job = self._store.get(job_name)
+        return job is not None and is_own_attempt(job, int(attempt), training_job_name)
+
+    def _still_running(self, training_job_name: str) -> bool:
+        try:
+            status = self._training.describe(training_job_name)
+        except TrainingServiceError as exc:
+            logger.warning(
+                "could not confirm the training job still runs; stopping it anyway",
+                extra={"training_job": training_job_name, "error": str(exc)},
+            )
+            return True
+        return status is not None and status.status == IN_PROGRESS and status.secondary_status != STOPPING
+
+    def _notify(self, training_job_name: str, notification: NotifyPolicy) -> bool:
+        if self._notifier is None:
+            logger.warning(
+                "no policy topic configured; the stop is only logged",
+                extra={"training_job": training_job_name, "notification": notification.message},
+            )
+            return False
+        return self._notifier.notify(notification)

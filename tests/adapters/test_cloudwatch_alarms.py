@@ -1,0 +1,121 @@
+"""The idle alarms adapter against moto's CloudWatch: put, list by prefix (every page), states,
+delete (names already gone included), and CloudWatch failures as typed errors."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from unittest.mock import MagicMock
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
+from smq_lambda.errors import AlarmServiceError
+from smq_lambda.governance.idle import alarm_requests
+from smq_lambda.governance.policy import IdlePolicy
+
+from tests.support.aws import REGION
+
+TOPIC = f"arn:aws:sns:{REGION}:123456789012:idle"
+
+
+@pytest.fixture
+def cloudwatch(aws: None) -> Any:
+    """Each test in its own region, so listings see only its own alarms."""
+    return boto3.client("cloudwatch", region_name="eu-north-1")
+
+
+def _job() -> str:
+    return f"job-{uuid.uuid4().hex[:8]}-1"
+
+
+def test_put_alarms_are_listed_with_their_state(cloudwatch: Any) -> None:
+    alarms = CloudWatchIdleAlarms(cloudwatch)
+    job = _job()
+    alarms.put(alarm_requests(job, 12, IdlePolicy(), TOPIC))
+    cloudwatch.put_metric_alarm(
+        AlarmName="someone-elses",
+        MetricName="CPUUtilization",
+        Namespace="AWS/EC2",
+        Statistic="Average",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="LessThanThreshold",
+    )
+    names = alarms.names()
+    assert names == [f"smq-idle-{job}.part-1-of-2", f"smq-idle-{job}.part-2-of-2"]
+    cloudwatch.set_alarm_state(AlarmName=names[1], StateValue="ALARM", StateReason="idle")
+    assert alarms.states(names)[names[1]] == "ALARM"
+    assert alarms.states(names).keys() == set(names)
+    described = cloudwatch.describe_alarms(AlarmNames=names[:1])["MetricAlarms"][0]
+    assert described["AlarmActions"] == [TOPIC]
+    alarms.delete(names)
+    assert alarms.names() == []
+    cloudwatch.delete_alarms(AlarmNames=["someone-elses"])
+
+
+def test_listing_reads_every_page(cloudwatch: Any) -> None:
+    alarms = CloudWatchIdleAlarms(cloudwatch)
+    jobs = sorted(_job() for _ in range(105))
+    for job in jobs:
+        alarms.put(alarm_requests(job, 1, IdlePolicy(), TOPIC))
+    names = alarms.names()
+    assert names == [f"smq-idle-{job}" for job in jobs]
+    alarms.delete(names[:100])
+    alarms.delete(names[100:])
+    assert alarms.names() == []
+
+
+def test_deleting_alarms_already_gone_is_fine(cloudwatch: Any) -> None:
+    alarms = CloudWatchIdleAlarms(cloudwatch)
+    job = _job()
+    alarms.put(alarm_requests(job, 1, IdlePolicy(), TOPIC))
+    alarms.delete([f"smq-idle-{job}", "smq-idle-never-existed-1"])
+    alarms.delete([f"smq-idle-{job}"])
+    assert alarms.names() == []
+
+
+def test_a_delete_refused_for_a_missing_name_still_deletes_the_others() -> None:
+    client = MagicMock()
+    missing = ClientError({"Error": {"Code": "ResourceNotFound", "Message": "gone"}}, "DeleteAlarms")
+    client.delete_alarms.side_effect = [missing, None]
+    client.get_paginator.return_value.paginate.return_value = [
+        {"MetricAlarms": [{"AlarmName": "smq-idle-a-1", "StateValue": "OK"}]}
+    ]
+    CloudWatchIdleAlarms(client).delete(["smq-idle-a-1", "smq-idle-b-1"])
+    assert client.delete_alarms.call_args_list[-1].kwargs == {"AlarmNames": ["smq-idle-a-1"]}
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ClientError({"Error": {"Code": "Throttling", "Message": "slow down"}}, "PutMetricAlarm"),
+        ClientError({"Error": {"Code": "LimitExceeded", "Message": "too many alarms"}}, "PutMetricAlarm"),
+        EndpointConnectionError(endpoint_url="https://monitoring.example"),
+    ],
+)
+def test_cloudwatch_failures_are_typed(failure: Exception) -> None:
+    client = MagicMock()
+    client.put_metric_alarm.side_effect = failure
+    client.delete_alarms.side_effect = failure
+    client.get_paginator.return_value.paginate.side_effect = failure
+    alarms = CloudWatchIdleAlarms(client)
+    for call in (
+        lambda: alarms.put(alarm_requests("job-1", 1, IdlePolicy(), TOPIC)),
+        lambda: alarms.delete(["smq-idle-job-1"]),
+        alarms.names,
+        lambda: alarms.states(["smq-idle-job-1"]),
+    ):
+        with pytest.raises(AlarmServiceError) as raised:
+            call()
+        expected = failure.response["Error"]["Code"] if isinstance(failure, ClientError) else "EndpointConnectionError"
+        assert raised.value.code == expected
+
+
+def test_names_outside_the_prefix_are_never_sent() -> None:
+    client = MagicMock()
+    with pytest.raises(ValueError, match="smq-idle-"):
+        CloudWatchIdleAlarms(client).delete(["ops-alarm"])
+    client.delete_alarms.assert_not_called()

@@ -1,0 +1,169 @@
+"""Managed spot: interruptions counted from SageMaker's history, the on-demand request, the fallback
+decision, and spot jobs SageMaker stopped at MaxWaitTimeInSeconds."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from smq_lambda.domain.states import JobState
+from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
+from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.spot import (
+    decide_max_wait,
+    decide_spot_fallback,
+    interruptions,
+    is_spot,
+    on_demand_request,
+)
+from smq_lambda.ports import TrainingJobStatus
+
+from .builders import attempt_name, description, job, request, spot_request, transitions
+
+INTERRUPTED_TWICE = transitions("Starting", "Training", "Interrupted", "Starting", "Training", "Interrupted", "Starting")
+
+
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        (transitions("Starting", "Downloading", "Training"), 0),
+        (INTERRUPTED_TWICE, 2),
+        ([{"Status": "Interrupted"}, "junk", {"Status": None}, {}], 1),
+        ("not a list", 0),
+        (None, 0),
+    ],
+)
+def test_interruptions_are_counted_from_secondary_status_history(history: object, expected: int) -> None:
+    assert interruptions({"SecondaryStatusTransitions": history}) == expected
+
+
+def test_the_on_demand_request_changes_only_the_spot_members() -> None:
+    spot = spot_request()
+    before = copy.deepcopy(spot)
+
+    on_demand = on_demand_request(spot)
+
+    assert spot == before
+    assert on_demand["EnableManagedSpotTraining"] is False
+    assert on_demand["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600}
+    assert on_demand["CheckpointConfig"] == spot["CheckpointConfig"]
+    assert {key: value for key, value in on_demand.items() if key not in ("EnableManagedSpotTraining",
+                                                                         "StoppingCondition")} == {
+        key: value for key, value in spot.items() if key not in ("EnableManagedSpotTraining", "StoppingCondition")
+    }  # fmt: skip
+    assert not is_spot(on_demand) and is_spot(spot)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+MEMBERS = st.dictionaries(st.text(min_size=1, max_size=12), JSON, max_size=6)
+
+
+@given(MEMBERS, st.dictionaries(st.sampled_from(["MaxRuntimeInSeconds", "MaxWaitTimeInSeconds",
+                                                 "MaxPendingTimeInSeconds"]), st.integers(1, 10**6)), st.booleans())  # fmt: skip
+def test_the_transform_keeps_every_other_field(members: dict[str, Any], stopping: dict[str, int], spot: bool) -> None:
+    original = {**members, "StoppingCondition": stopping, "EnableManagedSpotTraining": spot}
+    before = copy.deepcopy(original)
+
+    on_demand = on_demand_request(original)
+
+    assert original == before
+    assert on_demand["EnableManagedSpotTraining"] is False
+    assert on_demand["StoppingCondition"] == {key: value for key, value in stopping.items()
+                                              if key != "MaxWaitTimeInSeconds"}  # fmt: skip
+    assert {key: value for key, value in on_demand.items() if key not in ("EnableManagedSpotTraining",
+                                                                         "StoppingCondition")} == members  # fmt: skip
+    on_demand_again = on_demand_request(on_demand)
+    assert on_demand_again == on_demand
+    for value in on_demand.values():
+        assert all(value is not original_value for original_value in original.values() if isinstance(value, dict | list))
+
+
+SPOT_JOB = job(JobState.RUNNING, stored_request=spot_request())
+SPOT_NAME = attempt_name(SPOT_JOB)
+
+
+def interrupted(times: int, name: str = SPOT_NAME, status: str = "InProgress") -> dict[str, Any]:
+    history = transitions(*(["Starting", "Training", "Interrupted"] * times), "Starting")
+    return description(name, status, "Starting", SecondaryStatusTransitions=history)
+
+
+def test_an_attempt_interrupted_more_than_the_limit_falls_back_to_on_demand() -> None:
+    fallback = decide_spot_fallback(SPOT_JOB, interrupted(4), Policy())
+
+    assert isinstance(fallback, FallBackToOnDemand)
+    assert (fallback.job_name, fallback.attempt, fallback.training_job_name) == ("vit", 1, SPOT_NAME)
+    assert fallback.request == on_demand_request(SPOT_JOB.request)
+    assert fallback.reason == (
+        "spot fallback: attempt 1 was interrupted 4 times (limit 3); queued again on demand "
+        "(EnableManagedSpotTraining false, MaxWaitTimeInSeconds removed) and resumes from its checkpoints in "
+        "s3://bucket/ckpt/vit/abc/"
+    )
+
+
+@pytest.mark.parametrize(
+    ("queued", "report", "policy", "falls_back"),
+    [
+        (SPOT_JOB, interrupted(3), Policy(), False),
+        (SPOT_JOB, interrupted(1), Policy(spot_interruption_limit=0), True),
+        (SPOT_JOB, interrupted(4, status="Stopping"), Policy(), False),
+        (SPOT_JOB, interrupted(4, name="someone-else"), Policy(), False),
+        (job(JobState.STARTING, stored_request=spot_request()), interrupted(4), Policy(), True),
+        (job(JobState.PREEMPTING, stored_request=spot_request()), interrupted(4), Policy(), False),
+        (job(JobState.STOPPING, stored_request=spot_request()), interrupted(4), Policy(), False),
+        (job(JobState.RUNNING, stored_request=request()), interrupted(4), Policy(), False),
+        (job(JobState.RUNNING, stored_request=on_demand_request(spot_request())), interrupted(9), Policy(), False),
+    ],
+    ids=["at the limit", "limit zero", "already stopping", "another training job", "starting", "preempting",
+         "stopping", "on demand", "fallen back already"],
+)  # fmt: skip
+def test_fallback_table(queued: Any, report: dict[str, Any], policy: Policy, falls_back: bool) -> None:
+    assert isinstance(decide_spot_fallback(queued, report, policy), FallBackToOnDemand) is falls_back
+
+
+def test_a_job_without_checkpoints_is_told_it_starts_over() -> None:
+    without = spot_request()
+    del without["CheckpointConfig"]
+    queued = job(JobState.RUNNING, stored_request=without)
+
+    fallback = decide_spot_fallback(queued, interrupted(4, name=attempt_name(queued)), Policy())
+
+    assert fallback is not None and fallback.reason.endswith("starts over: the request has no CheckpointConfig")
+    assert "CheckpointConfig" not in fallback.request
+
+
+def stopped(name: str, secondary: str) -> TrainingJobStatus:
+    return TrainingJobStatus(name=name, status="Stopped", secondary_status=secondary)
+
+
+def test_a_spot_job_stopped_at_its_max_wait_time_fails_with_that_reason() -> None:
+    failed = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"))
+
+    assert failed == FailJob(
+        "vit", 1, MAX_WAIT_OUTCOME,
+        "stopped by SageMaker: MaxWaitTimeInSeconds (7200 s) exceeded; a managed-spot job must finish, waits for "
+        "spot capacity included, within it",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("queued", "report"),
+    [
+        (SPOT_JOB, stopped(SPOT_NAME, "Stopped")),
+        (SPOT_JOB, stopped(SPOT_NAME, "MaxRuntimeExceeded")),
+        (SPOT_JOB, TrainingJobStatus(name=SPOT_NAME, status="InProgress", secondary_status="MaxWaitTimeExceeded")),
+        (SPOT_JOB, stopped("someone-else", "MaxWaitTimeExceeded")),
+        (job(JobState.PREEMPTING, stored_request=spot_request()), stopped(SPOT_NAME, "MaxWaitTimeExceeded")),
+        (job(JobState.STOPPING, stored_request=spot_request()), stopped(SPOT_NAME, "MaxWaitTimeExceeded")),
+        (job(JobState.PENDING, past_outcomes=["preempted"]), stopped(SPOT_NAME, "MaxWaitTimeExceeded")),
+    ],
+    ids=["plain stop", "max runtime", "not stopped", "another training job", "preempting", "stopping", "ended"],
+)
+def test_other_reports_are_not_max_wait(queued: Any, report: TrainingJobStatus) -> None:
+    assert decide_max_wait(queued, report) is None

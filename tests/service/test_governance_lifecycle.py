@@ -1,0 +1,242 @@
+"""Spot fallback, MaxWaitTimeExceeded and failure retry through the scheduler handler, with fakes:
+SageMaker's events (delivered once, twice or late) and reconciliation drive them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, RETRIED_OUTCOME, SPOT_FALLBACK_OUTCOME
+from smq_lambda.governance.policy import Policy, RetryPolicy
+
+from tests.service.harness import POOL, World, queued_job
+
+INFRASTRUCTURE = "InternalServerError: We encountered an internal error. Please try again."
+USER_CODE = "AlgorithmError: ExecuteUserScriptError: ExitCode 1"
+
+
+def submit_spot(world: World, name: str) -> Job:
+    world.clock.advance(seconds=1)
+    job = queued_job(name, priority=0, submitted_at=world.clock())
+    spot = {
+        **job.request,
+        "EnableManagedSpotTraining": True,
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+    }
+    created = world.store.create(replace(job, request=spot))
+    world.kick()
+    return created
+
+
+def report(
+    world: World, training_job: str, status: str, secondary: str | None = None, **details: Any
+) -> dict[str, Any]:
+    """SageMaker moves `training_job` on and its event is delivered; returns the event."""
+    world.clock.advance(seconds=1)
+    world.sagemaker.set_status(training_job, status, secondary_status=secondary, **details)
+    event = world.event(training_job)
+    world.deliver(event)
+    return event
+
+
+def interrupt(world: World, training_job: str, *, restart: bool = True) -> dict[str, Any]:
+    """One spot interruption (its event is returned), then SageMaker's restart into Training."""
+    event = report(world, training_job, "InProgress", "Interrupted")
+    if restart:
+        report(world, training_job, "InProgress", "Training")
+    return event
+
+
+def running_spot_job(world: World, name: str = "a") -> str:
+    submit_spot(world, name)
+    first = world.job(name).attempts[0].training_job_name
+    report(world, first, "InProgress", "Training")
+    assert world.job(name).state is JobState.RUNNING
+    return first
+
+
+@pytest.mark.parametrize(
+    ("limit", "interruptions", "falls_back"),
+    [(3, 1, False), (3, 3, False), (3, 4, True), (0, 1, True), (1, 1, False), (1, 2, True)],
+)
+def test_a_spot_attempt_falls_back_only_once_interrupted_more_than_the_limit(
+    limit: int, interruptions: int, falls_back: bool
+) -> None:
+    world = World(capacity={POOL: 1})
+    world.policy.policy = Policy(spot_interruption_limit=limit)
+    first = running_spot_job(world)
+
+    for number in range(1, interruptions + 1):
+        interrupt(world, first, restart=number < interruptions)
+
+    job = world.job("a")
+    if not falls_back:
+        assert job.state is JobState.RUNNING and len(job.attempts) == 1
+        assert world.sagemaker.stop_calls == []
+        return
+    assert job.attempts[0].outcome == SPOT_FALLBACK_OUTCOME
+    assert f"interrupted {interruptions} times (limit {limit})" in (job.attempts[0].reason or "")
+    assert world.sagemaker.stop_calls == [first]
+
+
+def test_the_fallback_stops_the_spot_attempt_and_queues_the_job_on_demand_behind_capacity() -> None:
+    world = World(capacity={POOL: 1})
+    first = running_spot_job(world)
+    submitted_at = world.job("a").submitted_at
+    for _ in range(3):
+        interrupt(world, first)
+    world.sagemaker.external = {POOL: 1}  # the stopping spot attempt still holds its instance
+
+    interrupt(world, first, restart=False)
+
+    job = world.job("a")
+    assert job.state is JobState.PENDING, "it waits for capacity like any other job"
+    fallback = job.attempts[0].reason
+    assert fallback is not None and fallback.startswith("spot fallback")
+    assert job.history[-1].by == "governance" and job.history[-1].what == fallback, "kept past wait reasons"
+    assert world.sagemaker.jobs[first].status == "Stopping"
+    assert world.sagemaker.start_calls == [first]
+
+    report(world, first, "Stopped")
+    world.sagemaker.external = {}
+    world.kick()
+
+    job = world.job("a")
+    assert job.state is JobState.STARTING and job.submitted_at == submitted_at
+    second = job.attempts[-1].training_job_name
+    request = world.sagemaker.jobs[second].request
+    assert request["EnableManagedSpotTraining"] is False
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600}
+    assert request["CheckpointConfig"] == world.sagemaker.jobs[first].request["CheckpointConfig"]
+    assert [attempt.outcome for attempt in job.attempts] == [SPOT_FALLBACK_OUTCOME, None]
+
+
+def test_duplicate_and_late_interruption_events_fall_back_once() -> None:
+    world = World(capacity={POOL: 1})
+    first = running_spot_job(world)
+    early = interrupt(world, first)
+    for _ in range(2):
+        interrupt(world, first)
+    decisive = interrupt(world, first, restart=False)
+
+    for event in (decisive, decisive, early, decisive):
+        world.deliver(event)
+    report(world, first, "Stopped")
+    world.deliver(decisive)
+
+    job = world.job("a")
+    assert [attempt.outcome for attempt in job.attempts] == [SPOT_FALLBACK_OUTCOME, None]
+    assert job.state is JobState.STARTING
+    assert world.sagemaker.start_calls == [first, job.attempts[-1].training_job_name]
+
+
+def test_an_on_demand_fallback_never_goes_back_to_spot() -> None:
+    world = World(capacity={POOL: 1})
+    world.policy.policy = Policy(spot_interruption_limit=0)
+    first = running_spot_job(world)
+    interrupt(world, first, restart=False)
+    report(world, first, "Stopped")
+    second = world.job("a").attempts[-1].training_job_name
+    report(world, second, "InProgress", "Training")
+
+    interrupt(world, second)  # not a spot job: SageMaker never reports this, and it changes nothing
+    report(world, second, "Completed")
+
+    job = world.job("a")
+    assert job.state is JobState.COMPLETED and len(job.attempts) == 2
+    assert job.request["EnableManagedSpotTraining"] is False
+
+
+def test_interruptions_lost_in_transit_are_counted_by_reconciliation() -> None:
+    world = World(capacity={POOL: 1})
+    first = running_spot_job(world)
+    for _ in range(4):
+        world.sagemaker.set_status(first, "InProgress", secondary_status="Interrupted")
+        world.sagemaker.set_status(first, "InProgress", secondary_status="Training")
+
+    world.reconcile()
+
+    job = world.job("a")
+    assert job.attempts[0].outcome == SPOT_FALLBACK_OUTCOME
+    assert world.sagemaker.stop_calls == [first]
+
+
+def test_a_spot_job_stopped_at_its_max_wait_is_recorded_as_that() -> None:
+    world = World(capacity={POOL: 1})
+    first = running_spot_job(world)
+
+    report(world, first, "Stopped", "MaxWaitTimeExceeded")
+
+    job = world.job("a")
+    assert job.state is JobState.FAILED
+    assert job.attempts[-1].outcome == MAX_WAIT_OUTCOME
+    assert "MaxWaitTimeInSeconds (7200 s) exceeded" in (job.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("reason", "trained_seconds", "retried"),
+    [
+        (INFRASTRUCTURE, 300, True),
+        ("CapacityError: Unable to provision requested ML compute capacity.", 300, True),
+        (INFRASTRUCTURE, 60, True),
+        (INFRASTRUCTURE, 59, False),
+        (USER_CODE, 300, False),
+        ("ClientError: Data download failed", 300, False),
+    ],
+)
+def test_a_failed_attempt_is_retried_only_for_the_infrastructures_reason_after_enough_training(
+    reason: str, trained_seconds: int, retried: bool
+) -> None:
+    world = World(capacity={POOL: 1})
+    world.policy.policy = Policy(retry=RetryPolicy(max_retries=2, min_training_seconds=60))
+    world.submit("a", 0)
+    first = world.job("a").attempts[0].training_job_name
+    report(world, first, "InProgress", "Training")
+    world.later(trained_seconds - 1)  # the Failed report comes one second later
+
+    report(world, first, "Failed", failure_reason=reason)
+
+    job = world.job("a")
+    if retried:
+        assert job.attempts[0].outcome == RETRIED_OUTCOME
+        assert job.state is JobState.STARTING and len(job.attempts) == 2, "back through the queue at once"
+        assert "retrying as attempt 2 (retry 1 of 2)" in (job.attempts[0].reason or "")
+    else:
+        assert job.state is JobState.FAILED and len(job.attempts) == 1
+        assert (job.reason or "").startswith(f"{reason}; not retried") and job.attempts[0].reason == job.reason
+
+
+def test_duplicate_failure_events_retry_once_and_retries_stop_at_the_limit() -> None:
+    world = World(capacity={POOL: 1})
+    world.policy.policy = Policy(retry=RetryPolicy(max_retries=1))
+    world.submit("a", 0)
+    first = world.job("a").attempts[0].training_job_name
+    failure = report(world, first, "Failed", failure_reason=INFRASTRUCTURE)
+    world.deliver(failure)
+    world.deliver(failure)
+    second = world.job("a").attempts[-1].training_job_name
+
+    report(world, second, "Failed", failure_reason=INFRASTRUCTURE)
+    world.deliver(failure)
+
+    job = world.job("a")
+    assert job.state is JobState.FAILED
+    assert [attempt.outcome for attempt in job.attempts] == [RETRIED_OUTCOME, "failed"]
+    assert "the job has had its 1 retries (retry.max_retries)" in (job.reason or "")
+
+
+def test_a_failure_lost_in_transit_is_retried_by_reconciliation() -> None:
+    world = World(capacity={POOL: 1})
+    world.submit("a", 0)
+    first = world.job("a").attempts[0].training_job_name
+    report(world, first, "InProgress", "Training")
+    world.sagemaker.set_status(first, "Failed", failure_reason=INFRASTRUCTURE)
+
+    world.reconcile()
+
+    job = world.job("a")
+    assert job.attempts[0].outcome == RETRIED_OUTCOME
+    assert job.state is JobState.STARTING and len(job.attempts) == 2

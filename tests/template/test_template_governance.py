@@ -1,0 +1,214 @@
+"""The governance part of the template: the policy parameter built from the stack parameters, the
+policy and idle topics with their optional emails, the idle-stop function subscribed to the idle
+topic, and who may read, publish and touch the idle alarms."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from smq_lambda.governance.idle import ALARM_PREFIX
+from smq_lambda.governance.policy import Policy, parse_policy
+
+from tests.template.test_template_policies import (
+    ACCOUNT,
+    TABLE_ARN,
+    TRAINING_JOBS,
+    function_role,
+    granted,
+    resources,
+    value,
+)
+
+IDLE_ALARMS = f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{ALARM_PREFIX}*"
+"""The only alarms the functions may touch: the names governance/idle.py gives its alarms."""
+
+
+def policy_from(translated: dict[str, Any], **parameters: str) -> Policy:
+    document = value(translated, translated["Resources"]["PolicyParameter"]["Properties"]["Value"], **parameters)
+    return parse_policy(json.loads(document))
+
+
+@pytest.mark.parametrize(
+    ("parameters", "expected"),
+    [
+        ({}, Policy()),
+        ({"RequiredTags": "project"}, Policy(required_tags=("project",))),
+        (
+            {"RequiredTags": "project,cost-center", "AllowedInstanceTypes": "ml.g5.xlarge,ml.p5.48xlarge"},
+            Policy(required_tags=("project", "cost-center"), allowed_instance_types=("ml.g5.xlarge", "ml.p5.48xlarge")),
+        ),
+        (
+            {"MaxInstanceCount": "8", "MaxRuntimeSeconds": "86400", "SpotInterruptionLimit": "5"},
+            Policy(max_instance_count=8, max_runtime_seconds=86400, spot_interruption_limit=5),
+        ),
+    ],
+)
+def test_the_policy_parameter_is_the_policy_the_stack_parameters_describe(
+    translated: dict[str, Any], parameters: dict[str, str], expected: Policy
+) -> None:
+    assert policy_from(translated, **parameters) == expected
+
+
+def test_idle_and_retry_numbers_reach_the_policy(translated: dict[str, Any]) -> None:
+    policy = policy_from(
+        translated, IdleThresholdPercent="5", IdlePeriodSeconds="60", IdleEvaluationPeriods="10", FailureMaxRetries="0"
+    )
+    assert (policy.idle.threshold_percent, policy.idle.period_seconds, policy.idle.evaluation_periods) == (5, 60, 10)
+    assert policy.retry.max_retries == 0
+
+
+@pytest.mark.parametrize(
+    ("parameter", "text", "accepted"),
+    [
+        ("MaxInstanceCount", "null", True),
+        ("MaxInstanceCount", "4", True),
+        ("MaxInstanceCount", "0", False),
+        ("MaxInstanceCount", "4}", False),
+        ("MaxRuntimeSeconds", "86400", True),
+        ("MaxRuntimeSeconds", "-1", False),
+        ("RequiredTags", "project", True),
+        ("RequiredTags", 'a", "b', False),
+        ("AllowedInstanceTypes", "ml.g5.xlarge", True),
+        ("AllowedInstanceTypes", 'ml.g5.xlarge"]', False),
+        ("PolicyEmail", "", True),
+        ("PolicyEmail", "team@example.com", True),
+        ("PolicyEmail", "a@b.com,c@d.com", False),
+        ("IdleEmail", "", True),
+        ("IdleEmail", "team@example.com", True),
+        ("IdleEmail", "a@b.com,c@d.com", False),
+    ],
+)
+def test_parameters_that_could_break_the_json_are_refused(
+    template: dict[str, Any], parameter: str, text: str, accepted: bool
+) -> None:
+    """CloudFormation checks AllowedPattern on each item of a list parameter."""
+    pattern = template["Parameters"][parameter]["AllowedPattern"]
+    assert (re.fullmatch(pattern, text) is not None) is accepted
+
+
+def test_only_the_scheduler_publishes_and_only_to_the_policy_topic(translated: dict[str, Any]) -> None:
+    scheduler = granted(translated, function_role(translated, "SchedulerFunction"))
+    assert {action: arns for action, arns in scheduler.items() if action.startswith("sns:")} == {
+        "sns:Publish": {"physical-PolicyTopic"}
+    }
+    for function in ("ApiFunction", "IdleStopFunction"):
+        assert not [action for action in granted(translated, function_role(translated, function)) if "sns:" in action]
+
+
+def test_both_functions_read_the_policy_parameter(translated: dict[str, Any]) -> None:
+    name = value(translated, {"Ref": "PolicyParameter"})
+    assert name == "/smq/smq/policy"
+    for function in ("ApiFunction", "SchedulerFunction"):
+        grants = granted(translated, function_role(translated, function))
+        assert f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{name}" in grants["ssm:GetParameter"]
+
+
+@pytest.mark.parametrize(("email", "subscribed"), [("", False), ("team@example.com", True)])
+@pytest.mark.parametrize(
+    ("subscription_id", "parameter", "topic"),
+    [
+        ("PolicyEmailSubscription", "PolicyEmail", "PolicyTopic"),
+        ("IdleEmailSubscription", "IdleEmail", "IdleAlarmTopic"),
+    ],
+)
+def test_each_topic_email_is_subscribed_only_when_given(
+    translated: dict[str, Any], subscription_id: str, parameter: str, topic: str, email: str, subscribed: bool
+) -> None:
+    subscription = resources(translated, "AWS::SNS::Subscription")[subscription_id]
+    condition = translated["Conditions"][subscription["Condition"]]
+    assert value(translated, condition, **{parameter: email}) is subscribed
+    properties = value(translated, subscription["Properties"], **{parameter: email})
+    assert properties == {"TopicArn": f"physical-{topic}", "Protocol": "email", "Endpoint": email}
+
+
+def test_the_idle_stop_function_is_subscribed_to_the_idle_topic(translated: dict[str, Any]) -> None:
+    function = translated["Resources"]["IdleStopFunction"]["Properties"]
+    assert function["Handler"] == "smq_lambda.handlers.idle.handler"
+    lambda_subscriptions = [
+        subscription["Properties"]
+        for subscription in resources(translated, "AWS::SNS::Subscription").values()
+        if subscription["Properties"]["Protocol"] == "lambda"
+    ]
+    assert lambda_subscriptions == [
+        {
+            "Protocol": "lambda",
+            "TopicArn": {"Ref": "IdleAlarmTopic"},
+            "Endpoint": {"Fn::GetAtt": ["IdleStopFunction", "Arn"]},
+        }
+    ]
+    invokers = [
+        permission["Properties"]
+        for permission in resources(translated, "AWS::Lambda::Permission").values()
+        if permission["Properties"]["FunctionName"] == {"Ref": "IdleStopFunction"}
+    ]
+    assert invokers == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Ref": "IdleStopFunction"},
+            "Principal": "sns.amazonaws.com",
+            "SourceArn": {"Ref": "IdleAlarmTopic"},
+        }
+    ]
+
+
+def test_the_scheduler_puts_alarms_that_notify_the_idle_topic(translated: dict[str, Any]) -> None:
+    """Without SMQ_IDLE_TOPIC_ARN the scheduler puts no idle alarm at all (handlers/scheduler.py)."""
+    variables = translated["Resources"]["SchedulerFunction"]["Properties"]["Environment"]["Variables"]
+    assert value(translated, variables["SMQ_IDLE_TOPIC_ARN"]) == "physical-IdleAlarmTopic"
+
+
+def test_idle_alarm_access_is_scoped_to_the_alarm_prefix(translated: dict[str, Any]) -> None:
+    scheduler = granted(translated, function_role(translated, "SchedulerFunction"))
+    idle_stop = granted(translated, function_role(translated, "IdleStopFunction"))
+    api = granted(translated, function_role(translated, "ApiFunction"))
+    assert {action: arns for action, arns in scheduler.items() if action.startswith("cloudwatch:")} == {
+        "cloudwatch:PutMetricAlarm": {IDLE_ALARMS},
+        "cloudwatch:DeleteAlarms": {IDLE_ALARMS},
+        "cloudwatch:DescribeAlarms": {IDLE_ALARMS},
+    }
+    assert {action: arns for action, arns in idle_stop.items() if action.startswith("cloudwatch:")} == {
+        "cloudwatch:DeleteAlarms": {IDLE_ALARMS},
+        "cloudwatch:DescribeAlarms": {IDLE_ALARMS},
+    }
+    assert not [action for action in api if action.startswith("cloudwatch:")]
+
+
+def test_the_idle_stop_function_may_do_only_what_stopping_an_idle_job_takes(translated: dict[str, Any]) -> None:
+    """Find the job (the state index, then a consistent batch read), write it `stopping`, read the
+    policy, stop the training job, read and delete its alarms: nothing more."""
+    policy = value(translated, {"Ref": "PolicyParameter"})
+    assert granted(translated, function_role(translated, "IdleStopFunction")) == {
+        "dynamodb:BatchGetItem": {TABLE_ARN},
+        "dynamodb:PutItem": {TABLE_ARN},
+        "dynamodb:Query": {f"{TABLE_ARN}/index/*"},
+        "ssm:GetParameter": {f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{policy}"},
+        "sagemaker:StopTrainingJob": {TRAINING_JOBS},
+        "cloudwatch:DescribeAlarms": {IDLE_ALARMS},
+        "cloudwatch:DeleteAlarms": {IDLE_ALARMS},
+    }
+
+
+def test_only_this_accounts_idle_alarms_may_publish_to_the_idle_topic(translated: dict[str, Any]) -> None:
+    (policy,) = resources(translated, "AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": "IdleAlarmTopic"}]
+    (statement,) = value(translated, policy["Properties"]["PolicyDocument"])["Statement"]
+    assert statement == {
+        "Sid": "IdleAlarmsPublish",
+        "Effect": "Allow",
+        "Principal": {"Service": "cloudwatch.amazonaws.com"},
+        "Action": "sns:Publish",
+        "Resource": "physical-IdleAlarmTopic",
+        "Condition": {
+            "StringEquals": {"aws:SourceAccount": ACCOUNT},
+            "ArnLike": {"aws:SourceArn": IDLE_ALARMS},
+        },
+    }
+
+
+def test_governance_outputs(translated: dict[str, Any]) -> None:
+    outputs = {name: value(translated, output["Value"]) for name, output in translated["Outputs"].items()}
+    assert outputs["PolicyParameterName"] == value(translated, {"Ref": "PolicyParameter"})
+    assert outputs["PolicyTopicArn"] == "physical-PolicyTopic"
