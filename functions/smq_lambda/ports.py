@@ -108,6 +108,11 @@ class TrainingService(Protocol):
         """Instances per pool held by in-progress SageMaker jobs that are not queue attempts."""
         ...
 
+    def in_progress_since(self, created_after: datetime) -> list[dict[str, Any]]:
+        """In-progress training jobs created after `created_after`, each as DescribeTrainingJob's
+        answer with the job's tags as a `Tags` map: the shape of a state-change event's detail."""
+        ...
+
 
 @dataclass(frozen=True)
 class PoolUsage:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
 
@@ -40,6 +41,9 @@ class Settings:
     """SNS topic told about training jobs outside the queue that the policy stopped."""
     idle_topic_arn: str | None = None
     """SNS topic the idle-GPU alarms notify; None: no idle alarms are put."""
+    idle_alarm_prefix: AlarmPrefix | None = None
+    """`smq-idle-<stack name>.`; None (not set): the functions that use idle alarms refuse to start,
+    so no default can make two stacks sweep each other's alarms."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -60,4 +64,5 @@ class Settings:
             policy_parameter=env.get("SMQ_POLICY_PARAMETER") or None,
             policy_topic_arn=env.get("SMQ_POLICY_TOPIC_ARN") or None,
             idle_topic_arn=env.get("SMQ_IDLE_TOPIC_ARN") or None,
+            idle_alarm_prefix=AlarmPrefix(prefix) if (prefix := env.get("SMQ_IDLE_ALARM_PREFIX")) else None,
         )

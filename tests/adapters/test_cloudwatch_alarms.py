@@ -1,5 +1,6 @@
 """The idle alarms adapter against moto's CloudWatch: put, list by prefix (every page), states,
-delete (names already gone included), and CloudWatch failures as typed errors."""
+delete (names already gone included), two stacks' alarms side by side, and CloudWatch failures as
+typed errors."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
 from smq_lambda.errors import AlarmServiceError
-from smq_lambda.governance.idle import alarm_requests
+from smq_lambda.governance.idle import AlarmPrefix, alarm_requests
 from smq_lambda.governance.policy import IdlePolicy
 
 from tests.support.aws import REGION
 
 TOPIC = f"arn:aws:sns:{REGION}:123456789012:idle"
+PREFIX = AlarmPrefix("smq-idle-smq.")
+OTHER_STACK = AlarmPrefix("smq-idle-smq-2.")
+"""A second stack in the same account and Region, whose name starts with the first's."""
 
 
 @pytest.fixture
@@ -31,9 +35,9 @@ def _job() -> str:
 
 
 def test_put_alarms_are_listed_with_their_state(cloudwatch: Any) -> None:
-    alarms = CloudWatchIdleAlarms(cloudwatch)
+    alarms = CloudWatchIdleAlarms(cloudwatch, PREFIX)
     job = _job()
-    alarms.put(alarm_requests(job, 12, IdlePolicy(), TOPIC))
+    alarms.put(alarm_requests(PREFIX, job, 12, IdlePolicy(), TOPIC))
     cloudwatch.put_metric_alarm(
         AlarmName="someone-elses",
         MetricName="CPUUtilization",
@@ -45,7 +49,7 @@ def test_put_alarms_are_listed_with_their_state(cloudwatch: Any) -> None:
         ComparisonOperator="LessThanThreshold",
     )
     names = alarms.names()
-    assert names == [f"smq-idle-{job}.part-1-of-2", f"smq-idle-{job}.part-2-of-2"]
+    assert names == [f"smq-idle-smq.{job}.part-1-of-2", f"smq-idle-smq.{job}.part-2-of-2"]
     cloudwatch.set_alarm_state(AlarmName=names[1], StateValue="ALARM", StateReason="idle")
     assert alarms.states(names)[names[1]] == "ALARM"
     assert alarms.states(names).keys() == set(names)
@@ -57,24 +61,46 @@ def test_put_alarms_are_listed_with_their_state(cloudwatch: Any) -> None:
 
 
 def test_listing_reads_every_page(cloudwatch: Any) -> None:
-    alarms = CloudWatchIdleAlarms(cloudwatch)
+    alarms = CloudWatchIdleAlarms(cloudwatch, PREFIX)
     jobs = sorted(_job() for _ in range(105))
     for job in jobs:
-        alarms.put(alarm_requests(job, 1, IdlePolicy(), TOPIC))
+        alarms.put(alarm_requests(PREFIX, job, 1, IdlePolicy(), TOPIC))
     names = alarms.names()
-    assert names == [f"smq-idle-{job}" for job in jobs]
+    assert names == [f"smq-idle-smq.{job}" for job in jobs]
     alarms.delete(names[:100])
     alarms.delete(names[100:])
     assert alarms.names() == []
 
 
 def test_deleting_alarms_already_gone_is_fine(cloudwatch: Any) -> None:
-    alarms = CloudWatchIdleAlarms(cloudwatch)
+    alarms = CloudWatchIdleAlarms(cloudwatch, PREFIX)
     job = _job()
-    alarms.put(alarm_requests(job, 1, IdlePolicy(), TOPIC))
-    alarms.delete([f"smq-idle-{job}", "smq-idle-never-existed-1"])
-    alarms.delete([f"smq-idle-{job}"])
+    alarms.put(alarm_requests(PREFIX, job, 1, IdlePolicy(), TOPIC))
+    alarms.delete([f"smq-idle-smq.{job}", "smq-idle-smq.never-existed-1"])
+    alarms.delete([f"smq-idle-smq.{job}"])
     assert alarms.names() == []
+
+
+def test_two_stacks_in_one_account_never_list_or_touch_each_others_alarms(cloudwatch: Any) -> None:
+    mine, theirs = CloudWatchIdleAlarms(cloudwatch, PREFIX), CloudWatchIdleAlarms(cloudwatch, OTHER_STACK)
+    job = _job()
+    mine.put(alarm_requests(PREFIX, job, 12, IdlePolicy(), TOPIC))
+    theirs.put(alarm_requests(OTHER_STACK, job, 1, IdlePolicy(), TOPIC))
+    their_names = [f"smq-idle-smq-2.{job}"]
+
+    assert mine.names() == [f"smq-idle-smq.{job}.part-1-of-2", f"smq-idle-smq.{job}.part-2-of-2"]
+    assert theirs.names() == their_names
+    for call in (
+        lambda: mine.delete(their_names),
+        lambda: mine.states(their_names),
+        lambda: mine.put(alarm_requests(OTHER_STACK, job, 1, IdlePolicy(), TOPIC)),
+    ):
+        with pytest.raises(ValueError, match="smq-idle-smq[.]"):
+            call()
+    mine.delete(mine.names())
+    assert mine.names() == []
+    assert theirs.names() == their_names
+    theirs.delete(their_names)
 
 
 def test_a_delete_refused_for_a_missing_name_still_deletes_the_others() -> None:
@@ -82,10 +108,10 @@ def test_a_delete_refused_for_a_missing_name_still_deletes_the_others() -> None:
     missing = ClientError({"Error": {"Code": "ResourceNotFound", "Message": "gone"}}, "DeleteAlarms")
     client.delete_alarms.side_effect = [missing, None]
     client.get_paginator.return_value.paginate.return_value = [
-        {"MetricAlarms": [{"AlarmName": "smq-idle-a-1", "StateValue": "OK"}]}
+        {"MetricAlarms": [{"AlarmName": "smq-idle-smq.a-1", "StateValue": "OK"}]}
     ]
-    CloudWatchIdleAlarms(client).delete(["smq-idle-a-1", "smq-idle-b-1"])
-    assert client.delete_alarms.call_args_list[-1].kwargs == {"AlarmNames": ["smq-idle-a-1"]}
+    CloudWatchIdleAlarms(client, PREFIX).delete(["smq-idle-smq.a-1", "smq-idle-smq.b-1"])
+    assert client.delete_alarms.call_args_list[-1].kwargs == {"AlarmNames": ["smq-idle-smq.a-1"]}
 
 
 @pytest.mark.parametrize(
@@ -101,12 +127,12 @@ def test_cloudwatch_failures_are_typed(failure: Exception) -> None:
     client.put_metric_alarm.side_effect = failure
     client.delete_alarms.side_effect = failure
     client.get_paginator.return_value.paginate.side_effect = failure
-    alarms = CloudWatchIdleAlarms(client)
+    alarms = CloudWatchIdleAlarms(client, PREFIX)
     for call in (
-        lambda: alarms.put(alarm_requests("job-1", 1, IdlePolicy(), TOPIC)),
-        lambda: alarms.delete(["smq-idle-job-1"]),
+        lambda: alarms.put(alarm_requests(PREFIX, "job-1", 1, IdlePolicy(), TOPIC)),
+        lambda: alarms.delete(["smq-idle-smq.job-1"]),
         alarms.names,
-        lambda: alarms.states(["smq-idle-job-1"]),
+        lambda: alarms.states(["smq-idle-smq.job-1"]),
     ):
         with pytest.raises(AlarmServiceError) as raised:
             call()
@@ -116,6 +142,6 @@ def test_cloudwatch_failures_are_typed(failure: Exception) -> None:
 
 def test_names_outside_the_prefix_are_never_sent() -> None:
     client = MagicMock()
-    with pytest.raises(ValueError, match="smq-idle-"):
-        CloudWatchIdleAlarms(client).delete(["ops-alarm"])
+    with pytest.raises(ValueError, match="smq-idle-smq[.]"):
+        CloudWatchIdleAlarms(client, PREFIX).delete(["ops-alarm"])
     client.delete_alarms.assert_not_called()

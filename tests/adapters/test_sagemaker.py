@@ -408,6 +408,49 @@ def test_external_usage_describes_a_job_once(stub: Stubber, service: SageMakerTr
     assert first == second == {G5: 1}
 
 
+def test_recent_jobs_are_listed_since_the_time_given_and_come_with_their_tags(
+    stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    since = T0 - timedelta(minutes=15)
+    listed = {"StatusEquals": "InProgress", "CreationTimeAfter": since, "MaxResults": 2}
+    stub.add_response("list_training_jobs", _listing("by-hand", "gone", token="t1"), listed)
+    stub.add_response("list_training_jobs", _listing("scripted"), {**listed, "NextToken": "t1"})
+    by_hand, scripted = _description("by-hand"), _description("scripted")
+    stub.add_response("describe_training_job", by_hand, {"TrainingJobName": "by-hand"})
+    stub.add_response(
+        "list_tags",
+        {"Tags": [{"Key": "project", "Value": "vision"}], "NextToken": "p2"},
+        {"ResourceArn": by_hand["TrainingJobArn"]},
+    )
+    stub.add_response(
+        "list_tags",
+        {"Tags": [{"Key": "team", "Value": "nlp"}]},
+        {"ResourceArn": by_hand["TrainingJobArn"], "NextToken": "p2"},
+    )
+    stub.add_client_error("describe_training_job", "ValidationException", "Requested resource not found.")
+    stub.add_response("describe_training_job", scripted, {"TrainingJobName": "scripted"})
+    stub.add_response("list_tags", {"Tags": []}, {"ResourceArn": scripted["TrainingJobArn"]})
+
+    jobs = service.in_progress_since(since)
+
+    assert jobs == [{**by_hand, "Tags": {"project": "vision", "team": "nlp"}}, {**scripted, "Tags": {}}]
+
+
+@pytest.mark.parametrize("operation", ["list_training_jobs", "list_tags"])
+def test_a_failed_recent_listing_is_raised_typed(
+    operation: str, stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    if operation == "list_tags":
+        stub.add_response("list_training_jobs", _listing("by-hand"))
+        stub.add_response("describe_training_job", _description("by-hand"))
+    stub.add_client_error(operation, "ThrottlingException", "Rate exceeded")
+
+    with pytest.raises(TrainingServiceError) as failed:
+        service.in_progress_since(T0)
+
+    assert failed.value.operation == {"list_training_jobs": "ListTrainingJobs", "list_tags": "ListTags"}[operation]
+
+
 def test_a_job_that_ended_between_list_and_describe_counts_nothing(
     stub: Stubber, service: SageMakerTrainingService
 ) -> None:

@@ -5,6 +5,7 @@ end. The synthetic executor reports busy GPUs on every host, and idle ones once 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +14,6 @@ import pytest
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
 from smq_lambda.governance.actions import IDLE_OUTCOME
-from smq_lambda.governance.idle import ALARM_PREFIX
 
 from tests.e2e.local import POOL, synthetic_request, wait_for
 
@@ -44,8 +44,14 @@ def client(stack: LocalStack) -> SmqApiClient:
 
 
 def idle_alarms(stack: LocalStack, training_job: str) -> list[dict[str, Any]]:
-    alarms = stack.boto3_client("cloudwatch").describe_alarms(AlarmNamePrefix=f"{ALARM_PREFIX}{training_job}")
+    prefix = f"{stack.idle_alarm_prefix}{training_job}"
+    alarms = stack.boto3_client("cloudwatch").describe_alarms(AlarmNamePrefix=prefix)
     return list(alarms["MetricAlarms"])
+
+
+def test_the_functions_and_the_alarm_evaluator_use_the_templates_prefix(stack: LocalStack) -> None:
+    """Every handler runs in this process, with the environment the template gives it."""
+    assert stack.idle_alarm_prefix == os.environ["SMQ_IDLE_ALARM_PREFIX"] == "smq-idle-smq."
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout: float = 30) -> Any:

@@ -11,10 +11,13 @@ from typing import Any
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.governance.idle import AlarmPrefix
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 ROLE = "arn:aws:iam::123456789012:role/Training"
 TOPIC = "arn:aws:sns:us-east-1:123456789012:smq-idle"
+PREFIX = AlarmPrefix("smq-idle-smq.")
+"""The idle alarm prefix of a stack named `smq`."""
 
 
 def request(**members: Any) -> dict[str, Any]:

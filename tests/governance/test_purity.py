@@ -16,7 +16,7 @@ from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.governance.retry import decide_failure
 from smq_lambda.governance.spot import decide_spot_fallback
 
-from .builders import TOPIC, attempt_name, description, job, spot_request, transitions
+from .builders import PREFIX, TOPIC, attempt_name, description, job, spot_request, transitions
 
 GOVERNANCE = Path(smq_lambda.governance.__file__).parent
 AWS_MODULES = ("boto3", "botocore", "aws_lambda_powertools", "sagemaker", "moto", "aiobotocore")
@@ -67,8 +67,8 @@ def test_decisions_do_not_change_their_inputs() -> None:
     failing = description(
         name, "Failed", "Failed", FailureReason="InternalServerError: x", SecondaryStatusTransitions=history
     )
-    put = alarm_requests(name, 12, policy.idle, TOPIC)[0]
-    notification = parse_notification({"AlarmName": put["AlarmName"], "NewStateValue": "ALARM"})
+    put = alarm_requests(PREFIX, name, 12, policy.idle, TOPIC)[0]
+    notification = parse_notification(PREFIX, {"AlarmName": put["AlarmName"], "NewStateValue": "ALARM"})
     inputs = (policy, spot, dict(spot.request), running, failing, put)
     before = copy.deepcopy(inputs)
 
@@ -77,7 +77,7 @@ def test_decisions_do_not_change_their_inputs() -> None:
     assert decide_spot_fallback(spot, running, policy) is not None
     assert decide_failure(spot, failing, policy) is not None
     assert decide_idle(notification, job=spot, policy=policy, part_states={put["AlarmName"]: "ALARM"}) is not None
-    assert orphaned([put["AlarmName"]], set()) != []
+    assert orphaned(PREFIX, [put["AlarmName"]], set()) != []
 
     assert inputs == before
     assert spot.request == before[2]

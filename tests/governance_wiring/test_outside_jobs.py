@@ -1,5 +1,6 @@
 """Training jobs the queue did not start, through the scheduler handler: stopped once when they break
-the policy, with one notification; the queue's own attempts and compliant jobs left alone."""
+the policy, with one notification, on their `Starting` event or, when that was lost, by
+reconciliation's sweep; the queue's own attempts and compliant jobs left alone."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from smq_lambda.governance.limits import UNKNOWN_CREATOR
 from smq_lambda.governance.policy import Policy
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.ports import TrainingJobStatus
-from smq_lambda.service.outside_jobs import OutsideJobs
+from smq_lambda.service.outside_jobs import SWEEP_WINDOW, OutsideJobs
 
 from tests.service.harness import POOL, World, training_request
 from tests.support.fakes import FakeTrainingJob, RecordingNotifier, StaticPolicySource
 
+RECONCILE = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 TAGGED = Policy(required_tags=("project",))
 SMALL = Policy(allowed_instance_types=("ml.g5.xlarge",), max_instance_count=1)
 
@@ -32,7 +34,7 @@ class Outside:
         """A training job created with boto3, not through the queue (reported `Starting`)."""
         request = training_request(name, priority=0, instances=instances)
         request["Tags"] = [{"Key": key, "Value": value} for key, value in (tags or {}).items()]
-        self.world.sagemaker.jobs[name] = FakeTrainingJob(name=name, request=request)
+        self.world.sagemaker.jobs[name] = FakeTrainingJob(name=name, request=request, created=self.world.clock())
 
     def deliver(self, name: str, *, secondary_status: str | None = None) -> dict[str, Any]:
         event = self.world.event(name)
@@ -40,12 +42,19 @@ class Outside:
             event["detail"]["SecondaryStatus"] = secondary_status
         return handle(event, self.world.scheduler, outside_jobs=self.service)
 
+    def reconcile(self) -> dict[str, Any]:
+        return handle(RECONCILE, self.world.scheduler, outside_jobs=self.service)
+
 
 def outside(policy: Policy, *, notifier: RecordingNotifier | None = None, world: World | None = None) -> Outside:
     world = world or World(capacity={POOL: 2})
     notifier = notifier or RecordingNotifier()
     service = OutsideJobs(
-        store=world.store, training=world.sagemaker, policy=StaticPolicySource(policy), notifier=notifier
+        store=world.store,
+        training=world.sagemaker,
+        policy=StaticPolicySource(policy),
+        notifier=notifier,
+        clock=world.clock,
     )
     return Outside(world, notifier, service)
 
@@ -146,7 +155,9 @@ def test_a_failed_notification_does_not_undo_the_stop() -> None:
 
 def test_without_a_topic_the_job_is_still_stopped() -> None:
     world = World(capacity={POOL: 2})
-    service = OutsideJobs(store=world.store, training=world.sagemaker, policy=StaticPolicySource(TAGGED), notifier=None)
+    service = OutsideJobs(
+        store=world.store, training=world.sagemaker, policy=StaticPolicySource(TAGGED), notifier=None, clock=world.clock
+    )
     case = Outside(world, RecordingNotifier(), service)
     case.start_directly("by-hand")
 
@@ -221,3 +232,51 @@ def test_the_describe_answer_decides_whether_the_stop_already_landed() -> None:
     handle(event, case.world.scheduler, outside_jobs=case.service)
 
     assert case.notifier.sent == []
+
+
+def test_a_violating_job_whose_starting_event_was_lost_is_stopped_by_reconciliation() -> None:
+    case = outside(TAGGED)
+    case.start_directly("by-hand")
+    case.world.sagemaker.set_status("by-hand", "InProgress", secondary_status="Training")
+    case.world.clock.advance(minutes=5)
+
+    for _ in range(3):
+        assert case.reconcile()["job_errors"] == []
+
+    assert case.world.sagemaker.stop_calls == ["by-hand"]
+    (sent,) = case.notifier.sent
+    assert sent.subject == "smq policy: stopped training job by-hand (required_tags)"
+
+
+def test_the_sweep_leaves_compliant_jobs_queue_attempts_and_jobs_older_than_its_window() -> None:
+    case = outside(TAGGED)
+    case.start_directly("before-the-window")
+    case.world.clock.advance(seconds=SWEEP_WINDOW.total_seconds() + 1)
+    case.start_directly("compliant", tags={"project": "vision"})
+    case.world.submit("queued", 0)
+
+    assert case.reconcile()["job_errors"] == []
+
+    assert case.world.sagemaker.stop_calls == []
+    assert case.notifier.sent == []
+
+
+def test_a_job_wearing_a_queued_jobs_tags_is_swept_like_any_outside_job() -> None:
+    case = outside(TAGGED)
+    case.world.submit("victim", 0)
+    case.start_directly("forged", tags={"smq:job": "victim", "smq:attempt": "1"})
+
+    case.reconcile()
+
+    assert case.world.sagemaker.stop_calls == ["forged"]
+
+
+def test_a_sweep_that_cannot_list_stops_nothing_and_fails_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = outside(TAGGED)
+    case.start_directly("by-hand")
+    monkeypatch.setattr(case.world.sagemaker, "in_progress_since", failing("ListTrainingJobs"))
+
+    summary = case.reconcile()
+
+    assert summary["job_errors"] == [] and summary["passes"] == 1
+    assert case.world.sagemaker.stop_calls == []

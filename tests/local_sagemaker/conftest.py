@@ -26,21 +26,27 @@ TERMINAL = ("Completed", "Failed", "Stopped")
 
 
 @pytest.fixture(scope="session")
-def aws_env() -> Iterator[dict[str, str]]:
+def moto_endpoint() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     server.start()
-    endpoint = f"http://127.0.0.1:{server._server.server_port}"
+    yield f"http://127.0.0.1:{server._server.server_port}"
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_endpoint: str) -> dict[str, str]:
+    """The bucket is created for every test: the server shares moto's process-wide backends, which
+    any other test file's `mock_aws` resets (under xdist such files run between these)."""
     env = {
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ENDPOINT_URL_LOGS": endpoint,
-        "AWS_ENDPOINT_URL_CLOUDWATCH": endpoint,
+        "AWS_ENDPOINT_URL_S3": moto_endpoint,
+        "AWS_ENDPOINT_URL_LOGS": moto_endpoint,
+        "AWS_ENDPOINT_URL_CLOUDWATCH": moto_endpoint,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
     aws("s3", env).create_bucket(Bucket=BUCKET)
-    yield env
-    server.stop()
+    return env
 
 
 def aws(service: str, env: dict[str, str]) -> Any:

@@ -31,19 +31,20 @@ from smq.local.alarm_evaluator import (
     watched_series,
 )
 from smq.local.event_router import SNS_PATH, EventRouter
-from smq_lambda.governance.idle import ALARM_PREFIX, alarm_requests, parse_notification
+from smq_lambda.governance.idle import AlarmPrefix, alarm_requests, parse_notification
 from smq_lambda.governance.policy import IdlePolicy
 
 PERIOD = 60
 NOW = 1_800_000_030
 """A fixed clock: the last complete 60-second period started at 1_799_999_940."""
 HOST = "Host"
+PREFIX = AlarmPrefix("smq-idle-smq.")
 
 
 def idle_alarm(job: str, hosts: int, *, state: str = OK, **idle: Any) -> dict[str, Any]:
     """An idle alarm (the first, for more than 10 hosts) as DescribeAlarms returns it, from the
     request governance/idle.py writes."""
-    request = alarm_requests(job, hosts, IdlePolicy(**idle), "arn:aws:sns:us-east-1:000000000000:idle")[0]
+    request = alarm_requests(PREFIX, job, hosts, IdlePolicy(**idle), "arn:aws:sns:us-east-1:000000000000:idle")[0]
     return {
         **request,
         "AlarmArn": f"arn:aws:cloudwatch:us-east-1:000000000000:alarm:{request['AlarmName']}",
@@ -120,7 +121,7 @@ def test_a_single_host_alarm_watches_its_metric_as_it_is() -> None:
 )
 def test_alarms_it_cannot_evaluate_are_refused(metrics: list[dict[str, Any]]) -> None:
     with pytest.raises(UnsupportedAlarm):
-        watched_series({"AlarmName": "smq-idle-x", "Metrics": metrics}, {"m1": {}, "m2": {}})
+        watched_series({"AlarmName": "smq-idle-smq.x", "Metrics": metrics}, {"m1": {}, "m2": {}})
 
 
 def test_an_anomaly_detection_comparison_is_refused() -> None:
@@ -144,17 +145,16 @@ def test_the_notification_is_cloudwatchs_and_the_idle_handler_reads_it() -> None
     assert message["Trigger"]["Period"] == 300
     host = message["Trigger"]["Metrics"][0]["MetricStat"]["Metric"]["Dimensions"]
     assert host == [{"value": "job-a/algo-1", "name": HOST}]
-    parsed = parse_notification(json.dumps(message))
+    parsed = parse_notification(PREFIX, json.dumps(message))
     assert parsed is not None
     assert (parsed.alarm.training_job_name, parsed.alarm.part, parsed.alarm.parts) == ("job-a", 1, 2)
     assert parsed.state == ALARM and parsed.description == alarm["AlarmDescription"]
 
 
 def test_the_subject_fits_what_sns_accepts() -> None:
-    name = f"{ALARM_PREFIX}{'j' * 63}.part-1-of-2"
+    name = f"smq-idle-{'s' * 128}.{'j' * 63}.part-1-of-2"  # the longest a stack names an alarm
 
-    assert subject(name, ALARM, "us-east-1").startswith(f'ALARM: "{name}" in ')
-    assert len(subject(name, ALARM, "us-east-1")) == 100
+    assert subject(name, ALARM, "us-east-1") == f'ALARM: "{name}'[:100]
 
 
 # ------------------------------------------------------------------ through moto, SNS and a router
@@ -189,7 +189,7 @@ def delivered(moto_endpoint: str) -> Iterator[tuple[str, queue.Queue[dict[str, A
     sns.subscribe(TopicArn=topic, Protocol="http", Endpoint=f"{router.url}{SNS_PATH}")
     yield topic, events
     cloudwatch = client("cloudwatch", moto_endpoint)
-    alarms = cloudwatch.describe_alarms(AlarmNamePrefix=ALARM_PREFIX)["MetricAlarms"]
+    alarms = cloudwatch.describe_alarms(AlarmNamePrefix=PREFIX.value)["MetricAlarms"]
     cloudwatch.delete_alarms(AlarmNames=[alarm["AlarmName"] for alarm in alarms])
     router.shutdown()
 
@@ -209,7 +209,7 @@ def put_gpu(cloudwatch: Any, job: str, host: int, at: float, value: float) -> No
     )
 
 
-def evaluator(endpoint: str, *, period: int, now: float, prefix: str = ALARM_PREFIX) -> AlarmEvaluator:
+def evaluator(endpoint: str, *, period: int, now: float, prefix: str = PREFIX.value) -> AlarmEvaluator:
     return AlarmEvaluator(
         client("cloudwatch", endpoint),
         client("sns", endpoint),
@@ -227,7 +227,7 @@ def test_an_idle_job_notifies_the_subscribed_function_once(
     topic, events = delivered
     cloudwatch = client("cloudwatch", moto_endpoint)
     job, now = f"idle-{uuid.uuid4().hex[:8]}", time.time() - 30
-    for request in alarm_requests(job, 2, IdlePolicy(evaluation_periods=2), topic):
+    for request in alarm_requests(PREFIX, job, 2, IdlePolicy(evaluation_periods=2), topic):
         cloudwatch.put_metric_alarm(**request)
     end = int(now // 2) * 2
     for at in (end - 4 + 0.5, end - 2 + 0.5):  # the last two complete 2-second periods, both hosts idle
@@ -239,10 +239,10 @@ def test_an_idle_job_notifies_the_subscribed_function_once(
 
     (record,) = parse(event=events.get(timeout=10), model=SnsModel).Records
     assert record.Sns.TopicArn == topic
-    assert record.Sns.Subject == f'ALARM: "{ALARM_PREFIX}{job}" in US East (N. Virginia)'
-    idle = parse_notification(record.Sns.Message)
+    assert record.Sns.Subject == f'ALARM: "{PREFIX.value}{job}" in US East (N. Virginia)'
+    idle = parse_notification(PREFIX, record.Sns.Message)
     assert idle is not None and idle.alarm.training_job_name == job and idle.state == ALARM
-    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[f"{ALARM_PREFIX}{job}"])["MetricAlarms"]
+    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[f"{PREFIX.value}{job}"])["MetricAlarms"]
     assert alarm["StateValue"] == ALARM
     assert alarm["Metrics"][0]["MetricStat"]["Period"] == 300  # the definition keeps the policy's period
     with pytest.raises(queue.Empty):  # the second evaluation changed nothing, so notified nothing
@@ -255,7 +255,7 @@ def test_one_busy_host_keeps_the_job_running(
     topic, events = delivered
     cloudwatch = client("cloudwatch", moto_endpoint)
     job, now = f"busy-{uuid.uuid4().hex[:8]}", time.time() - 30
-    for request in alarm_requests(job, 2, IdlePolicy(evaluation_periods=2), topic):
+    for request in alarm_requests(PREFIX, job, 2, IdlePolicy(evaluation_periods=2), topic):
         cloudwatch.put_metric_alarm(**request)
     end = int(now // 2) * 2
     for at in (end - 4 + 0.5, end - 2 + 0.5):
@@ -264,7 +264,7 @@ def test_one_busy_host_keeps_the_job_running(
 
     evaluator(moto_endpoint, period=2, now=now).evaluate_alarms()
 
-    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[f"{ALARM_PREFIX}{job}"])["MetricAlarms"]
+    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[f"{PREFIX.value}{job}"])["MetricAlarms"]
     assert alarm["StateValue"] == OK
     with pytest.raises(queue.Empty):
         events.get(timeout=1)

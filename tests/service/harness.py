@@ -12,6 +12,7 @@ from smq_lambda.domain.model import Job, demand_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.ports import JobStore
+from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler
 
 from tests.support.fake_lease import InMemoryPassLease
@@ -65,6 +66,7 @@ class World:
     lease: Any = field(default_factory=InMemoryPassLease)
     retry_limits: StartRetryLimits = DEFAULT_RETRY_LIMITS
     policy: StaticPolicySource = field(default_factory=StaticPolicySource)
+    idle_watch: IdleWatch | None = None
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -79,6 +81,7 @@ class World:
             usage_board=self.usage,
             retry_limits=self.retry_limits,
             policy=self.policy,
+            idle_watch=self.idle_watch,
         )
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:

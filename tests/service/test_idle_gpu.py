@@ -10,39 +10,39 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain.states import JobState
-from smq_lambda.errors import AlarmServiceError
+from smq_lambda.errors import AlarmServiceError, ConfigError
 from smq_lambda.governance.actions import IDLE_OUTCOME
-from smq_lambda.governance.idle import alarm_name
+from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.idle import handle as handle_idle
+from smq_lambda.handlers.scheduler import idle_alarm_prefix
 from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.settings import Settings
 
 from tests.service.harness import POOL, World, training_request
 from tests.support.fakes import FakeIdleAlarms, FakeTrainingJob
 
 TOPIC = "arn:aws:sns:us-east-1:000000000000:smq-idle"
+PREFIX = AlarmPrefix("smq-idle-smq.")
+OTHER_STACK = AlarmPrefix("smq-idle-smq-2.")
+"""A second stack in the same account and Region, whose name starts with this one's."""
 
 
 class IdleWorld(World):
     """The harness's world with idle alarms and the idle handler."""
 
     def __post_init__(self) -> None:
+        self.alarms = FakeIdleAlarms(PREFIX)
+        self.idle_watch = IdleWatch(self.alarms, TOPIC, PREFIX)
         super().__post_init__()
-        self.alarms = FakeIdleAlarms()
-        self.scheduler = Scheduler(
+        self.idle_stop = IdleStop(
             store=self.store,
             training=self.sagemaker,
-            config=self.config,
-            lease=self.lease,
-            clock=self.clock,
-            usage_board=self.usage,
+            alarms=self.alarms,
             policy=self.policy,
-            idle_watch=IdleWatch(self.alarms, TOPIC),
-        )
-        self.idle_stop = IdleStop(
-            store=self.store, training=self.sagemaker, alarms=self.alarms, policy=self.policy, clock=self.clock
+            clock=self.clock,
+            prefix=PREFIX,
         )
 
     def training(self, name: str, instances: int = 1) -> str:
@@ -117,7 +117,7 @@ def test_an_attempt_is_watched_from_training_until_it_ends(world: IdleWorld) -> 
     assert attempt is not None
     training_job = attempt.training_job_name
     world.progress("train", "InProgress", secondary_status="Training")
-    alarm = world.alarms.alarms[alarm_name(training_job)]
+    alarm = world.alarms.alarms[alarm_name(PREFIX, training_job)]
     assert alarm["AlarmActions"] == [TOPIC]
     dimensions = alarm["Metrics"][0]["MetricStat"]["Metric"]["Dimensions"]
     assert dimensions == [{"Name": "Host", "Value": f"{training_job}/algo-1"}]
@@ -129,8 +129,8 @@ def test_an_attempt_is_watched_from_training_until_it_ends(world: IdleWorld) -> 
 def test_every_host_is_watched_and_a_preempted_attempt_is_unwatched(world: IdleWorld) -> None:
     training_job = world.training("wide", instances=12)
     assert sorted(world.alarms.alarms) == [
-        alarm_name(training_job, 1, 2),
-        alarm_name(training_job, 2, 2),
+        alarm_name(PREFIX, training_job, 1, 2),
+        alarm_name(PREFIX, training_job, 2, 2),
     ]
     world.sagemaker.set_status(training_job, "Stopped")
     world.deliver(world.event(training_job))
@@ -149,21 +149,34 @@ def test_reconciliation_puts_missing_alarms_once_and_sweeps_orphans(world: IdleW
     world.alarms.fail = True
     training_job = world.training("train")
     world.alarms.fail = False
-    orphan = alarm_name("someone-gone-1")
+    orphan = alarm_name(PREFIX, "someone-gone-1")
     world.alarms.put([{"AlarmName": orphan}])
     world.reconcile()
-    assert sorted(world.alarms.alarms) == [alarm_name(training_job)]
+    assert sorted(world.alarms.alarms) == [alarm_name(PREFIX, training_job)]
     puts = world.alarms.put_calls
     world.reconcile()
     assert world.alarms.put_calls == puts
 
 
+def test_another_stacks_alarms_are_never_swept_or_acted_on(world: IdleWorld) -> None:
+    training_job = world.training("train")
+    theirs = [alarm_name(OTHER_STACK, "someone-gone-1"), alarm_name(OTHER_STACK, training_job)]
+    for name in theirs:
+        world.alarms.alarms[name] = {"AlarmName": name}
+    world.reconcile()
+    assert sorted(world.alarms.alarms) == sorted([alarm_name(PREFIX, training_job), *theirs])
+    assert world.notify(theirs[1]) == {"stopped": [], "deleted": [], "ignored": 1}
+    assert world.job("train").state is JobState.RUNNING
+    world.progress("train", "Completed")
+    assert sorted(world.alarms.alarms) == sorted(theirs)
+
+
 def test_the_sweep_keeps_outside_jobs_only_while_they_run_under_enforcement(world: IdleWorld) -> None:
     world.policy.policy = Policy(idle=IdlePolicy(enforce_outside_queue=True))
     world.outside("notebook-job", "InProgress", "Training")
-    assert alarm_name("notebook-job") in world.alarms.alarms
+    assert alarm_name(PREFIX, "notebook-job") in world.alarms.alarms
     world.reconcile()
-    assert alarm_name("notebook-job") in world.alarms.alarms
+    assert alarm_name(PREFIX, "notebook-job") in world.alarms.alarms
     world.sagemaker.jobs["notebook-job"].status = "Completed"
     world.reconcile()
     assert world.alarms.alarms == {}
@@ -174,14 +187,14 @@ def test_jobs_outside_the_queue_are_watched_only_under_enforcement(world: IdleWo
     assert world.alarms.alarms == {}
     world.policy.policy = Policy(idle=IdlePolicy(enforce_outside_queue=True))
     world.outside("other-job", "InProgress", "Training", instances=3)
-    assert list(world.alarms.alarms) == [alarm_name("other-job")]
+    assert list(world.alarms.alarms) == [alarm_name(PREFIX, "other-job")]
     world.outside("other-job", "Completed", "Completed", instances=3)
     assert world.alarms.alarms == {}
 
 
 def test_an_idle_job_is_stopped_and_ends_failed_with_the_idle_reason(world: IdleWorld) -> None:
     training_job = world.training("train")
-    result = world.notify(alarm_name(training_job))
+    result = world.notify(alarm_name(PREFIX, training_job))
     assert result["stopped"] == [training_job]
     stopping = world.job("train")
     assert stopping.state is JobState.STOPPING
@@ -198,13 +211,13 @@ def test_an_idle_job_is_stopped_and_ends_failed_with_the_idle_reason(world: Idle
 
 def test_duplicate_and_late_notifications_change_nothing(world: IdleWorld) -> None:
     training_job = world.training("train")
-    world.notify(alarm_name(training_job))
-    world.notify(alarm_name(training_job))
+    world.notify(alarm_name(PREFIX, training_job))
+    world.notify(alarm_name(PREFIX, training_job))
     assert world.sagemaker.stop_calls == [training_job]
     world.finish_stops()
     ended = world.job("train")
-    world.alarms.put([{"AlarmName": alarm_name(training_job)}])
-    world.notify(alarm_name(training_job))
+    world.alarms.put([{"AlarmName": alarm_name(PREFIX, training_job)}])
+    world.notify(alarm_name(PREFIX, training_job))
     assert world.job("train") == ended
     assert world.sagemaker.stop_calls == [training_job]
 
@@ -213,7 +226,7 @@ def test_a_notification_for_an_ended_attempt_deletes_its_alarm(world: IdleWorld)
     training_job = world.training("train")
     world.progress("train", "Stopped")
     assert world.job("train").state is JobState.CANCELLED
-    late = alarm_name(training_job)
+    late = alarm_name(PREFIX, training_job)
     world.alarms.put([{"AlarmName": late}])
     result = world.notify(late)
     assert result == {"stopped": [], "deleted": [late], "ignored": 0}
@@ -223,16 +236,16 @@ def test_a_notification_for_an_ended_attempt_deletes_its_alarm(world: IdleWorld)
 
 def test_a_job_of_several_alarms_stops_only_when_every_part_is_idle(world: IdleWorld) -> None:
     training_job = world.training("wide", instances=12)
-    world.alarms.set_state(alarm_name(training_job, 2, 2), "OK")
-    world.notify(alarm_name(training_job, 1, 2))
+    world.alarms.set_state(alarm_name(PREFIX, training_job, 2, 2), "OK")
+    world.notify(alarm_name(PREFIX, training_job, 1, 2))
     assert world.job("wide").state is JobState.RUNNING
-    world.notify(alarm_name(training_job, 2, 2))
+    world.notify(alarm_name(PREFIX, training_job, 2, 2))
     assert world.job("wide").state is JobState.STOPPING
 
 
 def test_ok_and_foreign_notifications_are_ignored(world: IdleWorld) -> None:
     training_job = world.training("train")
-    assert world.notify(alarm_name(training_job), "OK")["stopped"] == []
+    assert world.notify(alarm_name(PREFIX, training_job), "OK")["stopped"] == []
     ops = handle_idle(sns_event(alarm_message("SchedulerErrors", "ALARM", None)), world.idle_stop)
     assert ops["ignored"] == 1
     assert handle_idle(sns_event("not json"), world.idle_stop)["ignored"] == 1
@@ -243,22 +256,33 @@ def test_ok_and_foreign_notifications_are_ignored(world: IdleWorld) -> None:
 def test_idle_jobs_outside_the_queue_are_stopped_only_under_enforcement(world: IdleWorld) -> None:
     world.policy.policy = Policy(idle=IdlePolicy(enforce_outside_queue=True))
     world.outside("notebook-job", "InProgress", "Training")
-    world.notify(alarm_name("notebook-job"))
+    world.notify(alarm_name(PREFIX, "notebook-job"))
     assert world.sagemaker.stop_calls == ["notebook-job"]
     world.policy.policy = Policy()
     world.sagemaker.stop_calls.clear()
-    world.notify(alarm_name("notebook-job"))
+    world.notify(alarm_name(PREFIX, "notebook-job"))
     assert world.sagemaker.stop_calls == []
     assert world.alarms.alarms == {}
 
 
 def test_a_notification_that_cannot_be_read_through_fails_for_redelivery(world: IdleWorld) -> None:
     training_job = world.training("wide", instances=12)
-    world.alarms.set_state(alarm_name(training_job, 2, 2), "ALARM")
+    world.alarms.set_state(alarm_name(PREFIX, training_job, 2, 2), "ALARM")
     world.alarms.fail = True
     with pytest.raises(AlarmServiceError):
         handle_idle(
-            sns_event(alarm_message(alarm_name(training_job, 1, 2), "ALARM", None)),
+            sns_event(alarm_message(alarm_name(PREFIX, training_job, 1, 2), "ALARM", None)),
             world.idle_stop,
         )
     assert world.job("wide").state is JobState.RUNNING
+
+
+def test_the_prefix_is_the_environments_and_required() -> None:
+    """No default: a bare `smq-idle-` would list, and sweep, every other stack's alarms."""
+    env = {"SMQ_TABLE_NAME": "queue", "SMQ_POOLS_PARAMETER": "/smq/pools"}
+
+    assert idle_alarm_prefix(Settings.from_env({**env, "SMQ_IDLE_ALARM_PREFIX": "smq-idle-smq."})) == PREFIX
+    with pytest.raises(ConfigError):
+        idle_alarm_prefix(Settings.from_env(env))
+    with pytest.raises(ValueError):
+        Settings.from_env({**env, "SMQ_IDLE_ALARM_PREFIX": "smq-idle-"})

@@ -34,6 +34,7 @@ from smq_lambda.errors import (
     VersionConflict,
 )
 from smq_lambda.governance.actions import NotifyPolicy
+from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import JobPage, PoolUsageReport, TrainingJobStatus
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
@@ -170,6 +171,7 @@ class FakeTrainingJob:
 
     name: str
     request: dict[str, Any]
+    created: datetime = EPOCH
     status: str = "InProgress"
     secondary_status: str | None = "Starting"
     failure_reason: str | None = None
@@ -215,6 +217,7 @@ class FakeTrainingService:
     - A start of a name that already exists is a no-op, as ResourceInUse makes it for the adapter.
     - `describe` answers from `jobs`; like DescribeTrainingJob it carries no tags.
     - `external` is what `external_usage` reports (filtered to the pools asked about).
+    - `in_progress_since` answers from `jobs` by their `created` time, tags included.
     - `stop_immediately` makes a stop end the job as Stopped at once instead of leaving it Stopping.
     """
 
@@ -259,10 +262,10 @@ class FakeTrainingService:
                     if lost.remaining <= 0:
                         del self._lost_answers[job.name]
                 if lost.created and name not in self.jobs:
-                    self.jobs[name] = FakeTrainingJob(name=name, request=request)
+                    self.jobs[name] = FakeTrainingJob(name=name, request=request, created=self.clock())
                 raise StartOutcomeUnknown("Read timeout on endpoint URL")
             if name not in self.jobs:
-                self.jobs[name] = FakeTrainingJob(name=name, request=request)
+                self.jobs[name] = FakeTrainingJob(name=name, request=request, created=self.clock())
 
     def stop(self, training_job_name: str) -> None:
         with self._lock:
@@ -291,6 +294,20 @@ class FakeTrainingService:
 
     def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
         return {pool: count for pool, count in self.external.items() if pool in pools and count}
+
+    def in_progress_since(self, created_after: datetime) -> list[dict[str, Any]]:
+        with self._lock:
+            running = [job for job in self.jobs.values() if job.status == "InProgress" and job.created > created_after]
+            return [
+                {
+                    **job.request,
+                    "TrainingJobStatus": job.status,
+                    "SecondaryStatus": job.secondary_status,
+                    "CreationTime": job.created,
+                    "Tags": job.tags,
+                }
+                for job in running
+            ]
 
     def set_status(
         self,
@@ -444,38 +461,45 @@ class RecordingNotifier:
 class FakeIdleAlarms:
     """The IdleAlarms port in memory: `alarms` maps each alarm's name to its PutMetricAlarm request,
     `alarm_states` to its state (set a test's own with `set_state`); `fail` makes every call raise
-    AlarmServiceError, as the adapter does when CloudWatch fails."""
+    AlarmServiceError, as the adapter does when CloudWatch fails.
 
-    def __init__(self) -> None:
+    `alarms` is the whole account's (a test may add another stack's); like the adapter, the port
+    lists only names under `prefix` and refuses to touch any other."""
+
+    def __init__(self, prefix: AlarmPrefix) -> None:
+        self.prefix = prefix
         self.alarms: dict[str, Mapping[str, Any]] = {}
         self.alarm_states: dict[str, str] = {}
         self.put_calls = 0
         self.fail = False
 
     def put(self, requests: Collection[Mapping[str, Any]]) -> None:
-        self._check("PutMetricAlarm")
+        self._check("PutMetricAlarm", [request["AlarmName"] for request in requests])
         self.put_calls += 1
         for request in requests:
             self.alarms[request["AlarmName"]] = request
             self.alarm_states.setdefault(request["AlarmName"], "INSUFFICIENT_DATA")
 
     def delete(self, alarm_names: Collection[str]) -> None:
-        self._check("DeleteAlarms")
+        self._check("DeleteAlarms", alarm_names)
         for name in alarm_names:
             self.alarms.pop(name, None)
             self.alarm_states.pop(name, None)
 
     def names(self) -> list[str]:
-        self._check("DescribeAlarms")
-        return sorted(self.alarms)
+        self._check("DescribeAlarms", [])
+        return sorted(name for name in self.alarms if self.prefix.owns(name))
 
     def states(self, alarm_names: Collection[str]) -> dict[str, str]:
-        self._check("DescribeAlarms")
+        self._check("DescribeAlarms", alarm_names)
         return {name: self.alarm_states[name] for name in alarm_names if name in self.alarm_states}
 
     def set_state(self, name: str, state: str) -> None:
         self.alarm_states[name] = state
 
-    def _check(self, operation: str) -> None:
+    def _check(self, operation: str, alarm_names: Collection[str]) -> None:
+        outside = [name for name in alarm_names if not self.prefix.owns(name)]
+        if outside:
+            raise ValueError(f"not this stack's idle alarm names (prefix {self.prefix.value!r}): {outside}")
         if self.fail:
             raise AlarmServiceError(operation, "Throttling", "Rate exceeded")

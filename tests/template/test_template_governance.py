@@ -9,21 +9,26 @@ import re
 from typing import Any
 
 import pytest
-from smq_lambda.governance.idle import ALARM_PREFIX
+from smq.local.template import evaluate
+from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy, parse_policy
 
+from tests.template.template_support import REQUIRED_PARAMETERS
 from tests.template.test_template_policies import (
     ACCOUNT,
     TABLE_ARN,
     TRAINING_JOBS,
+    as_list,
     function_role,
     granted,
+    resolve,
     resources,
     value,
 )
 
-IDLE_ALARMS = f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{ALARM_PREFIX}*"
-"""The only alarms the functions may touch: the names governance/idle.py gives its alarms."""
+IDLE_ALARMS = f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:smq-idle-smq.*"
+"""The only alarms the functions of a stack named `smq` may touch: those named with its prefix."""
+IDLE_FUNCTIONS = ("SchedulerFunction", "IdleStopFunction")
 
 
 def policy_from(translated: dict[str, Any], **parameters: str) -> Policy:
@@ -158,6 +163,40 @@ def test_the_scheduler_puts_alarms_that_notify_the_idle_topic(translated: dict[s
     """Without SMQ_IDLE_TOPIC_ARN the scheduler puts no idle alarm at all (handlers/scheduler.py)."""
     variables = translated["Resources"]["SchedulerFunction"]["Properties"]["Environment"]["Variables"]
     assert value(translated, variables["SMQ_IDLE_TOPIC_ARN"]) == "physical-IdleAlarmTopic"
+
+
+@pytest.mark.parametrize("stack", ["smq", "smq-2", "Team-B"])
+def test_the_alarm_prefix_is_the_stacks_and_scopes_every_alarm_grant(translated: dict[str, Any], stack: str) -> None:
+    """What the functions name their alarms with is what IAM and the idle topic admit, per stack,
+    so two stacks in one account and Region never touch each other's alarms."""
+
+    def deployed(node: Any) -> Any:
+        return evaluate(
+            translated,
+            node,
+            resolve,
+            parameter_overrides=REQUIRED_PARAMETERS,
+            pseudo_parameters={"AWS::StackName": stack},
+        )
+
+    variables = [
+        translated["Resources"][function]["Properties"]["Environment"]["Variables"] for function in IDLE_FUNCTIONS
+    ]
+    prefixes = {deployed(environment["SMQ_IDLE_ALARM_PREFIX"]) for environment in variables}
+    assert prefixes == {AlarmPrefix(f"smq-idle-{stack}.").value}
+    alarms = f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:smq-idle-{stack}.*"
+    alarm_statements = [
+        statement
+        for function in (*IDLE_FUNCTIONS, "ApiFunction")
+        for policy in translated["Resources"][function_role(translated, function)]["Properties"].get("Policies", [])
+        for statement in deployed(policy["PolicyDocument"])["Statement"]
+        if any(action.startswith("cloudwatch:") for action in as_list(statement["Action"]))
+    ]
+    assert len(alarm_statements) == 2
+    assert all(as_list(statement["Resource"]) == [alarms] for statement in alarm_statements)
+    (topic_policy,) = resources(translated, "AWS::SNS::TopicPolicy").values()
+    (statement,) = deployed(topic_policy["Properties"]["PolicyDocument"])["Statement"]
+    assert statement["Condition"]["ArnLike"] == {"aws:SourceArn": alarms}
 
 
 def test_idle_alarm_access_is_scoped_to_the_alarm_prefix(translated: dict[str, Any]) -> None:

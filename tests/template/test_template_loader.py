@@ -254,8 +254,9 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
             "SMQ_MAX_START_REFUSAL_HOURS",
             "SMQ_POLICY_TOPIC_ARN",
             "SMQ_IDLE_TOPIC_ARN",
+            "SMQ_IDLE_ALARM_PREFIX",
         },
-        "IdleStopFunction": set(),
+        "IdleStopFunction": {"SMQ_IDLE_ALARM_PREFIX"},
     }
     expected = CONTRACT_VARIABLES | own[function]
     assert set(environment) == expected

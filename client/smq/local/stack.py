@@ -24,7 +24,6 @@ from typing import Any
 import boto3
 import requests
 from moto.server import ThreadedMotoServer
-from smq_lambda.governance.idle import ALARM_PREFIX
 
 from smq.api_client import SmqApiClient
 from smq.errors import JobNotFound
@@ -52,6 +51,8 @@ SCHEDULER_FUNCTION = "smq-scheduler"
 API_FUNCTION = "smq-api"
 POLICY_PARAMETER = "PolicyParameter"
 """The template's logical id of the governance policy parameter (`--policy` overwrites its value)."""
+IDLE_STOP_FUNCTION = "IdleStopFunction"
+"""The template's logical id of the function that acts on the idle alarms the evaluator evaluates."""
 MOTO_SERVICES = {
     "dynamodb": "DYNAMODB",
     "s3": "S3",
@@ -167,7 +168,7 @@ class LocalStack:
             self._alarms = AlarmEvaluator(
                 self.boto3_client("cloudwatch"),
                 self.boto3_client("sns"),
-                name_prefix=ALARM_PREFIX,
+                name_prefix=self.idle_alarm_prefix,
                 period_seconds=self.options.alarm_period_seconds,
                 region=REGION,
                 account=ACCOUNT,
@@ -346,6 +347,19 @@ class LocalStack:
         resource = (self._template.get("Resources") or {}).get(POLICY_PARAMETER) or {}
         name = (resource.get("Properties") or {}).get("Name")
         return str(evaluate(self._template, name, pseudo_parameters=self._pseudo()))
+
+    @property
+    def idle_alarm_prefix(self) -> str:
+        """The SMQ_IDLE_ALARM_PREFIX the template gives the idle-stop function: every idle alarm of
+        this stack is named with it."""
+        environment = function_environment(
+            self._template,
+            IDLE_STOP_FUNCTION,
+            self._resolve,
+            parameter_overrides=self._parameter_overrides(),
+            pseudo_parameters=self._pseudo(),
+        )
+        return environment["SMQ_IDLE_ALARM_PREFIX"]
 
     def topic_arn(self, logical_id: str) -> str:
         """The ARN of one of the template's SNS topics in the local SNS (moto)."""

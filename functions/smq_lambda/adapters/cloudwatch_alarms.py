@@ -1,8 +1,10 @@
 """The idle-GPU alarms in CloudWatch (the IdleAlarms port).
 
-Only names under `smq-idle-` are ever listed or touched: the IAM policy grants the alarm actions on
-that prefix alone. Every CloudWatch failure becomes an AlarmServiceError carrying its code, logged
-here; callers treat alarms as best-effort and let the next report or reconciliation try again.
+Only names under the stack's AlarmPrefix are ever listed or touched: the IAM policy grants the
+alarm actions on that prefix alone, and another stack's alarms in the same account and Region are
+not this one's to list or delete. Every CloudWatch failure becomes an AlarmServiceError carrying its
+code, logged here; callers treat alarms as best-effort and let the next report or reconciliation
+try again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smq_lambda.errors import AlarmServiceError
-from smq_lambda.governance.idle import ALARM_PREFIX, MAX_NAMES_PER_DELETE
+from smq_lambda.governance.idle import MAX_NAMES_PER_DELETE, AlarmPrefix
 
 logger = Logger(service="smq", child=True)
 
@@ -24,19 +26,20 @@ METRIC_ALARM = "MetricAlarm"
 
 
 class CloudWatchIdleAlarms:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, prefix: AlarmPrefix) -> None:
         self._client = client
+        self._prefix = prefix
 
     def put(self, requests: Collection[Mapping[str, Any]]) -> None:
         for request in requests:
-            _require_prefix([request["AlarmName"]])
+            self._require_prefix([request["AlarmName"]])
             self._call("PutMetricAlarm", self._client.put_metric_alarm, **request)
 
     def delete(self, alarm_names: Collection[str]) -> None:
         names = sorted(alarm_names)
         if not names:
             return
-        _require_prefix(names)
+        self._require_prefix(names)
         if len(names) > MAX_NAMES_PER_DELETE:
             raise ValueError(f"DeleteAlarms takes at most {MAX_NAMES_PER_DELETE} names, not {len(names)}")
         try:
@@ -51,13 +54,13 @@ class CloudWatchIdleAlarms:
             raise _alarm_error("DeleteAlarms", exc) from exc
 
     def names(self) -> list[str]:
-        return sorted(self._describe(AlarmNamePrefix=ALARM_PREFIX))
+        return sorted(self._describe(AlarmNamePrefix=self._prefix.value))
 
     def states(self, alarm_names: Collection[str]) -> dict[str, str]:
         names = sorted(alarm_names)
         if not names:
             return {}
-        _require_prefix(names)
+        self._require_prefix(names)
         return self._describe(AlarmNames=names)
 
     def _describe(self, **selection: Any) -> dict[str, str]:
@@ -77,12 +80,11 @@ class CloudWatchIdleAlarms:
         except (ClientError, BotoCoreError) as exc:
             raise _alarm_error(operation, exc) from exc
 
-
-def _require_prefix(names: Collection[str]) -> None:
-    """A name outside the prefix is a bug here, never something to send (IAM would refuse it)."""
-    outside = [name for name in names if not name.startswith(ALARM_PREFIX)]
-    if outside:
-        raise ValueError(f"not idle alarm names (prefix {ALARM_PREFIX!r}): {outside}")
+    def _require_prefix(self, names: Collection[str]) -> None:
+        """A name outside the prefix is a bug here, never something to send (IAM would refuse it)."""
+        outside = [name for name in names if not self._prefix.owns(name)]
+        if outside:
+            raise ValueError(f"not this stack's idle alarm names (prefix {self._prefix.value!r}): {outside}")
 
 
 def _code(exc: ClientError) -> str:

@@ -316,6 +316,35 @@ class SageMakerTrainingService:
                     usage[instance_type] = usage.get(instance_type, 0) + count
         return usage
 
+    def in_progress_since(self, created_after: datetime) -> list[dict[str, Any]]:
+        """Lists page by page, then describes and reads the tags of each job (a job that vanished
+        in between is left out)."""
+        paginator = self._client.get_paginator("list_training_jobs")
+        pages = paginator.paginate(
+            StatusEquals="InProgress", CreationTimeAfter=created_after, PaginationConfig={"PageSize": self._page_size}
+        )
+        try:
+            names = [summary["TrainingJobName"] for page in pages for summary in page["TrainingJobSummaries"]]
+        except (ClientError, BotoCoreError) as exc:
+            raise service_error("ListTrainingJobs", exc) from exc
+        jobs = []
+        for name in names:
+            description = self._describe(name)
+            if description is not None:
+                jobs.append({**description, "Tags": self._tags(description["TrainingJobArn"])})
+        return jobs
+
+    def _tags(self, arn: str) -> dict[str, str]:
+        paginator = self._client.get_paginator("list_tags")
+        try:
+            return {
+                tag["Key"]: tag["Value"]
+                for page in paginator.paginate(ResourceArn=arn)
+                for tag in page.get("Tags", [])
+            }
+        except (ClientError, BotoCoreError) as exc:
+            raise service_error("ListTags", exc) from exc
+
     def _busy_job_names(self) -> list[str]:
         paginator = self._client.get_paginator("list_training_jobs")
         names: list[str] = []

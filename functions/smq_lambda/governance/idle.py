@@ -11,16 +11,19 @@ threshold for `evaluation_periods` periods out of as many.
 Missing data is not breaching: no datapoint is no evidence of idleness (a job just reaching
 `Training`, an instance type without GPUs), so only real idle datapoints stop a job.
 
-A metric-math alarm reads at most 10 metrics, so a job of more than 10 hosts gets one alarm per 10
-hosts (`smq-idle-<job>.part-<k>-of-<n>`), each notifying; a notification stops the job only when
+Every name starts with the stack's AlarmPrefix, `smq-idle-<stack name>.`, so two stacks in one
+account and Region never list, sweep or act on each other's alarms. A metric-math alarm reads at
+most 10 metrics, so a job of more than 10 hosts gets one alarm per 10 hosts
+(`<prefix><job>.part-<k>-of-<n>`), each notifying; a notification stops the job only when
 every part is in ALARM, which the handler reads back (DescribeAlarms). Composite alarms would do
 this in CloudWatch, but PutCompositeAlarm must be allowed on `*` (CloudWatch refuses a narrower
-scope), and the queue's alarm permissions stay scoped to the `smq-idle-` prefix.
+scope), and the queue's alarm permissions stay scoped to the stack's prefix.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +34,6 @@ from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, Pu
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.governance.values import is_int, member
 
-ALARM_PREFIX = "smq-idle-"
-"""Every idle alarm's name starts with this; the IAM policy and the orphan sweep rely on it."""
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 METRIC = "GPUUtilization"
 HOST_DIMENSION = "Host"
@@ -43,43 +44,70 @@ MAX_NAMES_PER_DELETE = 100
 ALARM = "ALARM"
 PART_SEPARATOR = "."
 """Not allowed in training job names, so `<job>.part-...` never reads as another job's name."""
+STACK_NAME_MAX = 128
+"""CloudFormation's limit on a stack name."""
+_ALARM_PREFIX = re.compile(rf"smq-idle-[a-zA-Z][-a-zA-Z0-9]{{0,{STACK_NAME_MAX - 1}}}\.")
+
+
+@dataclass(frozen=True)
+class AlarmPrefix:
+    """What every idle alarm name of one smq stack starts with: `smq-idle-<stack name>.`, the
+    template's SMQ_IDLE_ALARM_PREFIX. The IAM policies, the listing and the orphan sweep rely on it.
+
+    Stack names (`[a-zA-Z][-a-zA-Z0-9]*`) hold no `.`, so the first `.` ends the stack name and no
+    stack's prefix starts another stack's alarm names (`smq-idle-a.` is not a prefix of
+    `smq-idle-a-b.<job>`). The longest name fits CloudWatch's 255: 138 for the prefix (a stack name
+    is at most 128), 63 for the job, and `.part-<k>-of-<n>`, 10 + 2 digits of n, for any n below
+    10^22 parts.
+    """
+
+    value: str
+
+    def __post_init__(self) -> None:
+        if not _ALARM_PREFIX.fullmatch(self.value):
+            raise ValueError(f"{self.value!r} is not an idle alarm prefix (smq-idle-<stack name>.)")
+
+    def owns(self, alarm_name: str) -> bool:
+        return alarm_name.startswith(self.value)
 
 
 @dataclass(frozen=True)
 class AlarmRef:
-    """Which training job, and which part of its hosts, an idle alarm watches."""
+    """Which training job, and which part of its hosts, an idle alarm of one stack watches."""
 
+    prefix: AlarmPrefix
     training_job_name: str
     part: int = 1
     parts: int = 1
 
     @property
     def name(self) -> str:
-        return alarm_name(self.training_job_name, self.part, self.parts)
+        return alarm_name(self.prefix, self.training_job_name, self.part, self.parts)
 
     def all_names(self) -> list[str]:
         """The names of every alarm of the same job (this one included)."""
-        return [alarm_name(self.training_job_name, part, self.parts) for part in range(1, self.parts + 1)]
+        return [alarm_name(self.prefix, self.training_job_name, part, self.parts) for part in range(1, self.parts + 1)]
 
 
-def alarm_name(training_job_name: str, part: int = 1, parts: int = 1) -> str:
-    base = f"{ALARM_PREFIX}{training_job_name}"
+def alarm_name(prefix: AlarmPrefix, training_job_name: str, part: int = 1, parts: int = 1) -> str:
+    base = f"{prefix.value}{training_job_name}"
     return base if parts == 1 else f"{base}{PART_SEPARATOR}part-{part}-of-{parts}"
 
 
-def parse_alarm_name(name: str) -> AlarmRef | None:
-    """The AlarmRef an idle alarm name was made from; None for any other name."""
-    if not name.startswith(ALARM_PREFIX):
+def parse_alarm_name(prefix: AlarmPrefix, name: str) -> AlarmRef | None:
+    """The AlarmRef one of this stack's idle alarm names was made from; None for any other name,
+    another stack's included."""
+    if not prefix.owns(name):
         return None
-    job, _, part = name[len(ALARM_PREFIX) :].partition(PART_SEPARATOR)
+    job, _, part = name[len(prefix.value) :].partition(PART_SEPARATOR)
     if not TRAINING_JOB_NAME_PATTERN.fullmatch(job):
         return None
     if not part:
-        return AlarmRef(job)
+        return AlarmRef(prefix, job)
     numbers = part.removeprefix("part-").split("-of-")
     if len(numbers) != 2 or not all(number.isdigit() for number in numbers):
         return None
-    ref = AlarmRef(job, int(numbers[0]), int(numbers[1]))
+    ref = AlarmRef(prefix, job, int(numbers[0]), int(numbers[1]))
     return ref if 1 <= ref.part <= ref.parts and ref.parts > 1 and ref.name == name else None
 
 
@@ -104,7 +132,9 @@ def idle_condition(idle: IdlePolicy) -> str:
     )
 
 
-def alarm_requests(training_job_name: str, instances: int, idle: IdlePolicy, topic_arn: str) -> list[dict[str, Any]]:
+def alarm_requests(
+    prefix: AlarmPrefix, training_job_name: str, instances: int, idle: IdlePolicy, topic_arn: str
+) -> list[dict[str, Any]]:
     """The PutMetricAlarm requests that watch every host of a training job of `instances` hosts."""
     if not TRAINING_JOB_NAME_PATTERN.fullmatch(training_job_name):
         raise ValueError(f"{training_job_name!r} is not a SageMaker training job name")
@@ -123,7 +153,7 @@ def alarm_requests(training_job_name: str, instances: int, idle: IdlePolicy, top
             )
         requests.append(
             {
-                "AlarmName": alarm_name(training_job_name, part, parts),
+                "AlarmName": alarm_name(prefix, training_job_name, part, parts),
                 "AlarmDescription": description,
                 "ActionsEnabled": True,
                 "AlarmActions": [topic_arn],
@@ -165,26 +195,27 @@ def _metrics(training_job_name: str, hosts: range, period: int) -> list[dict[str
 
 
 def watch(
-    training_job_name: str, instances: int, *, queued: bool, policy: Policy, topic_arn: str
+    prefix: AlarmPrefix, training_job_name: str, instances: int, *, queued: bool, policy: Policy, topic_arn: str
 ) -> PutIdleAlarms | None:
     """When an attempt reaches `Training`: its alarms. Queued jobs are always watched, others only
     when `idle.enforce_outside_queue` is on."""
     if not queued and not policy.idle.enforce_outside_queue:
         return None
-    requests = alarm_requests(training_job_name, instances, policy.idle, topic_arn)
+    requests = alarm_requests(prefix, training_job_name, instances, policy.idle, topic_arn)
     return PutIdleAlarms(
         training_job_name, tuple(requests), f"watching for idle GPUs: {idle_condition(policy.idle)} stops the job"
     )
 
 
-def stop_watching(training_job_name: str, instances: int, reason: str) -> list[DeleteIdleAlarms]:
+def stop_watching(prefix: AlarmPrefix, training_job_name: str, instances: int, reason: str) -> list[DeleteIdleAlarms]:
     """When an attempt ends: delete its alarms (every part)."""
     parts = -(-instances // MAX_HOSTS_PER_ALARM)
-    return _deletes(AlarmRef(training_job_name, 1, parts).all_names(), reason)
+    return _deletes(AlarmRef(prefix, training_job_name, 1, parts).all_names(), reason)
 
 
-def orphaned(alarm_names: Iterable[str], watched: Collection[str]) -> list[DeleteIdleAlarms]:
-    """The idle alarms no watched training job owns, to delete.
+def orphaned(prefix: AlarmPrefix, alarm_names: Iterable[str], watched: Collection[str]) -> list[DeleteIdleAlarms]:
+    """This stack's idle alarms that no watched training job owns, to delete; names under another
+    prefix are never this stack's to delete, whoever listed them.
 
     `watched` holds the training jobs that should have alarms: the queue's open attempts and the
     outside jobs under `enforce_outside_queue`. List the alarms *before* reading `watched`: an alarm
@@ -194,8 +225,8 @@ def orphaned(alarm_names: Iterable[str], watched: Collection[str]) -> list[Delet
     names = sorted(
         name
         for name in alarm_names
-        if name.startswith(ALARM_PREFIX)
-        and ((ref := parse_alarm_name(name)) is None or ref.training_job_name not in watched)
+        if prefix.owns(name)
+        and ((ref := parse_alarm_name(prefix, name)) is None or ref.training_job_name not in watched)
     )
     return _deletes(names, "orphaned idle alarm: no open attempt or watched training job owns it")
 
@@ -220,16 +251,17 @@ class IdleNotification:
     changed_at: str | None
 
 
-def parse_notification(message: object) -> IdleNotification | None:
+def parse_notification(prefix: AlarmPrefix, message: object) -> IdleNotification | None:
     """An SNS record's `Message` (the JSON text, or already decoded) as an IdleNotification; None for
-    anything that is not an idle alarm's notification, which the handler logs and ignores."""
+    anything that is not the notification of one of this stack's idle alarms, which the handler
+    logs and ignores."""
     if isinstance(message, str):
         try:
             message = json.loads(message)
         except ValueError:
             return None
     name, state = member(message, "AlarmName"), member(message, "NewStateValue")
-    ref = parse_alarm_name(name) if isinstance(name, str) else None
+    ref = parse_alarm_name(prefix, name) if isinstance(name, str) else None
     if ref is None or not isinstance(state, str):
         return None
     return IdleNotification(

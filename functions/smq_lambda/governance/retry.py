@@ -21,10 +21,9 @@ from enum import StrEnum
 from typing import Any
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
 from smq_lambda.governance.actions import FAILED_OUTCOME, RETRIED_OUTCOME, FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import is_int, member, moment
+from smq_lambda.governance.values import is_int, member, moment, reported_running_attempt
 
 FAILED = "Failed"
 TRAINING = "Training"
@@ -109,11 +108,8 @@ def trained_seconds(description: Mapping[str, Any]) -> int:
 def decide_failure(job: Job, description: Mapping[str, Any], policy: Policy) -> RetryAttempt | FailJob | None:
     """What a failed attempt means for a running job: another attempt, or the end. None when the
     report is not the failure of the job's running attempt (a job being stopped ends as it does)."""
-    attempt = job.current_attempt
-    name = description.get("TrainingJobName")
-    if attempt is None or not attempt.is_open or attempt.training_job_name != name:
-        return None
-    if job.state not in (JobState.STARTING, JobState.RUNNING) or description.get("TrainingJobStatus") != FAILED:
+    attempt = reported_running_attempt(job, description, FAILED)
+    if attempt is None:
         return None
     reason = description.get("FailureReason")
     reason = reason if isinstance(reason, str) and reason else None

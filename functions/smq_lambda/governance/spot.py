@@ -23,7 +23,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import is_int, member
+from smq_lambda.governance.values import is_int, member, reported_running_attempt
 from smq_lambda.ports import TrainingJobStatus
 
 INTERRUPTED = "Interrupted"
@@ -59,11 +59,8 @@ def on_demand_request(request: Mapping[str, Any]) -> dict[str, Any]:
 def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Policy) -> FallBackToOnDemand | None:
     """Fall back to on-demand when the job's running spot attempt (the one `description` is about)
     has been interrupted more than the policy allows; None otherwise."""
-    attempt = job.current_attempt
-    name = description.get("TrainingJobName")
-    if attempt is None or not attempt.is_open or attempt.training_job_name != name:
-        return None
-    if job.state not in (JobState.STARTING, JobState.RUNNING) or description.get("TrainingJobStatus") != IN_PROGRESS:
+    attempt = reported_running_attempt(job, description, IN_PROGRESS)
+    if attempt is None:
         return None
     count, limit = interruptions(description), policy.spot_interruption_limit
     if not is_spot(job.request) or count <= limit:

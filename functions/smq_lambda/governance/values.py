@@ -8,6 +8,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
+from smq_lambda.domain.model import Attempt, Job
+from smq_lambda.domain.states import JobState
+
+RUNNING_STATES = (JobState.STARTING, JobState.RUNNING)
+
 
 def is_int(value: object) -> TypeGuard[int]:
     """JSON integers only: `true` and `2.0` are not counts."""
@@ -45,3 +50,14 @@ def moment(value: object) -> datetime | None:
         return datetime.fromtimestamp(value / 1000, tz=UTC)
     except (ValueError, OverflowError, OSError):
         return None
+
+
+def reported_running_attempt(job: Job, description: Mapping[str, Any], status: str) -> Attempt | None:
+    """`job`'s open attempt when `description` reports it in `status` while the job runs: what spot
+    fallback and failure retry act on. None for any other report (late, early, another attempt's)."""
+    attempt = job.current_attempt
+    if attempt is None or not attempt.is_open or attempt.training_job_name != description.get("TrainingJobName"):
+        return None
+    if job.state not in RUNNING_STATES or description.get("TrainingJobStatus") != status:
+        return None
+    return attempt

@@ -229,7 +229,9 @@ def _submission(service: QueueService, store: BasePersistenceLayer | None) -> Ca
 
     if store is None:
         return submit
-    return idempotent_function(data_keyword_argument="submission", persistence_store=store, config=REPLAY_CONFIG)(submit)
+    return idempotent_function(data_keyword_argument="submission", persistence_store=store, config=REPLAY_CONFIG)(
+        submit
+    )
 
 
 def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
@@ -344,7 +346,9 @@ def _job_id(value: str | None) -> str | None:
     if value is None:
         return None
     if not JOB_ID_PATTERN.fullmatch(value):
-        raise InvalidRequest("job_id", "job_id must be a job id as GET /jobs/{name} lists them (at most 64 of a-z A-Z 0-9 -)")
+        raise InvalidRequest(
+            "job_id", "job_id must be a job id as GET /jobs/{name} lists them (at most 64 of a-z A-Z 0-9 -)"
+        )
     return value
 
 

@@ -1,9 +1,10 @@
 """Idle-stop Lambda: subscribed to the idle SNS topic, where the idle-GPU alarms publish.
 
-Each SNS record's message is CloudWatch's alarm notification; one that is not an idle alarm's is
-logged and ignored. A notification that cannot be acted on now (CloudWatch, DynamoDB or, for a job
-outside the queue, SageMaker failing) fails the invocation once every record was tried, so Lambda
-delivers it again: an alarm notifies only when its state changes.
+Each SNS record's message is CloudWatch's alarm notification; one that is not about one of this
+stack's idle alarms (SMQ_IDLE_ALARM_PREFIX) is logged and ignored. A notification that cannot be
+acted on now (CloudWatch, DynamoDB or, for a job outside the queue, SageMaker failing) fails the
+invocation once every record was tried, so Lambda delivers it again: an alarm notifies only when
+its state changes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
 from smq_lambda.governance.idle import parse_notification
-from smq_lambda.handlers.scheduler import default_policy
+from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix
 from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.settings import Settings
 
@@ -38,12 +39,14 @@ def _now() -> datetime:
 def default_idle_stop() -> IdleStop:
     """Built once per cold start from the environment the template sets."""
     settings = Settings.from_env()
+    prefix = idle_alarm_prefix(settings)
     return IdleStop(
         store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
         training=SageMakerTrainingService(boto3.client("sagemaker")),
-        alarms=CloudWatchIdleAlarms(boto3.client("cloudwatch")),
+        alarms=CloudWatchIdleAlarms(boto3.client("cloudwatch"), prefix),
         policy=default_policy(),
         clock=_now,
+        prefix=prefix,
     )
 
 
@@ -65,9 +68,12 @@ def handle(event: dict[str, Any], idle_stop: IdleStop) -> dict[str, Any]:
     ignored = 0
     failure: Exception | None = None
     for record in records:
-        notification = parse_notification(record.Sns.Message)
+        notification = parse_notification(idle_stop.prefix, record.Sns.Message)
         if notification is None:
-            logger.info("not an idle alarm notification", extra={"message_id": record.Sns.MessageId})
+            logger.info(
+                "not a notification of this stack's idle alarms",
+                extra={"message_id": record.Sns.MessageId, "alarm_prefix": idle_stop.prefix.value},
+            )
             ignored += 1
             continue
         try:

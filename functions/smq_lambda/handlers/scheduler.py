@@ -32,6 +32,8 @@ from smq_lambda.adapters.ssm_config import SsmConfigSource
 from smq_lambda.adapters.ssm_policy import SsmPolicySource
 from smq_lambda.domain.lifecycle import StartRetryLimits
 from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, TRAINING_JOB_NAME_PATTERN
+from smq_lambda.errors import ConfigError
+from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import TrainingJobStatus
 from smq_lambda.service.idle_watch import IdleWatch
@@ -84,12 +86,24 @@ def default_scheduler() -> Scheduler:
         ),
         stuck_after=timedelta(seconds=settings.stuck_after_seconds),
         policy=default_policy(),
-        idle_watch=(
-            IdleWatch(CloudWatchIdleAlarms(boto3.client("cloudwatch")), settings.idle_topic_arn)
-            if settings.idle_topic_arn
-            else None
-        ),
+        idle_watch=_idle_watch(settings),
     )
+
+
+def _idle_watch(settings: Settings) -> IdleWatch | None:
+    """None without an idle topic: no idle alarms are put."""
+    if not settings.idle_topic_arn:
+        return None
+    prefix = idle_alarm_prefix(settings)
+    return IdleWatch(CloudWatchIdleAlarms(boto3.client("cloudwatch"), prefix), settings.idle_topic_arn, prefix)
+
+
+def idle_alarm_prefix(settings: Settings) -> AlarmPrefix:
+    """Required wherever idle alarms are put, listed or acted on: with no prefix there is no telling
+    this stack's alarms from another's, and a sweep under the bare `smq-idle-` would delete them."""
+    if settings.idle_alarm_prefix is None:
+        raise ConfigError("SMQ_IDLE_ALARM_PREFIX is not set: the idle alarms of this stack cannot be told apart")
+    return settings.idle_alarm_prefix
 
 
 class _DefaultPolicy:
@@ -119,6 +133,7 @@ def default_outside_jobs() -> OutsideJobs:
         training=SageMakerTrainingService(boto3.client("sagemaker")),
         policy=policy,
         notifier=SnsNotifier(settings.policy_topic_arn, boto3.client("sns")) if settings.policy_topic_arn else None,
+        clock=_now,
     )
 
 
@@ -126,8 +141,8 @@ def default_outside_jobs() -> OutsideJobs:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    state_change = isinstance(event, dict) and event.get("source") == SAGEMAKER_SOURCE
-    return handle(event, default_scheduler(), context, outside_jobs=default_outside_jobs() if state_change else None)
+    governed = isinstance(event, dict) and event.get("source") in (SAGEMAKER_SOURCE, SCHEDULE_SOURCE)
+    return handle(event, default_scheduler(), context, outside_jobs=default_outside_jobs() if governed else None)
 
 
 def handle(
@@ -140,7 +155,8 @@ def handle(
     """Route one invocation, then schedule. Returns a summary (useful in logs and tests).
 
     A SageMaker state change is also checked against the governance policy by `outside_jobs`
-    (when given), which stops a training job the queue did not start that breaks it.
+    (when given), which stops a training job the queue did not start that breaks it; reconciliation
+    also sweeps the recent ones, for `Starting` events that were lost.
 
     With a Lambda context, the pass lease lasts as long as this invocation can (see
     adapters/dynamodb_lease.py), so a pass killed by the timeout blocks no other for long.
@@ -155,6 +171,8 @@ def handle(
         reconciliation = scheduler.reconcile()
         metrics.add_metric(name="JobsRepaired", unit=MetricUnit.Count, value=reconciliation.repaired)
         job_errors += reconciliation.job_errors
+        if outside_jobs is not None:
+            job_errors += _sweep_outside(outside_jobs)
     else:
         logger.info("scheduling pass requested", extra={"source": source})
     report = scheduler.schedule(lease_for=_lease_for(context))
@@ -217,6 +235,16 @@ def _check_outside(event: dict[str, Any], outside_jobs: OutsideJobs) -> list[str
         name = str(detail.get("TrainingJobName"))
         logger.exception("could not apply the policy to a training job", extra={"training_job": name})
         return [name]
+    return []
+
+
+def _sweep_outside(outside_jobs: OutsideJobs) -> list[str]:
+    """Reconciliation's policy sweep; an unexpected error is logged and counted like one job's."""
+    try:
+        outside_jobs.sweep()
+    except Exception:
+        logger.exception("could not sweep training jobs outside the queue")
+        return ["(outside jobs)"]
     return []
 
 

@@ -23,7 +23,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError, VersionConflict
 from smq_lambda.governance.actions import IDLE_OUTCOME, DeleteIdleAlarms, GovernanceAction, StopIdleJob
-from smq_lambda.governance.idle import IdleNotification, decide_idle
+from smq_lambda.governance.idle import AlarmPrefix, IdleNotification, decide_idle
 from smq_lambda.ports import IdleAlarms, JobStore, PolicySource, TrainingService
 
 logger = Logger(service="smq", child=True)
@@ -48,12 +48,19 @@ class IdleStop:
         alarms: IdleAlarms,
         policy: PolicySource,
         clock: Callable[[], datetime],
+        prefix: AlarmPrefix,
     ) -> None:
         self._store = store
         self._training = training
         self._alarms = alarms
         self._policy = policy
         self._clock = clock
+        self._prefix = prefix
+
+    @property
+    def prefix(self) -> AlarmPrefix:
+        """This stack's idle alarms, the only ones whose notifications it acts on."""
+        return self._prefix
 
     def handle(self, notification: IdleNotification) -> IdleStopOutcome:
         outcome = IdleStopOutcome()

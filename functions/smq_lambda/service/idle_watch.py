@@ -41,9 +41,11 @@ def hosts_of(job: Job) -> int:
 
 
 class IdleWatch:
-    def __init__(self, alarms: IdleAlarms, topic_arn: str) -> None:
+    def __init__(self, alarms: IdleAlarms, topic_arn: str, prefix: idle.AlarmPrefix) -> None:
+        """`prefix`: this stack's, the one `alarms` lists and deletes under."""
         self._alarms = alarms
         self._topic_arn = topic_arn
+        self._prefix = prefix
 
     def on_report(
         self,
@@ -70,7 +72,7 @@ class IdleWatch:
         attempt = before.current_attempt
         if attempt is not None:
             reason = f"attempt {attempt.number} of job {before.name} ended"
-            self._delete(idle.stop_watching(attempt.training_job_name, hosts_of(before), reason))
+            self._delete(idle.stop_watching(self._prefix, attempt.training_job_name, hosts_of(before), reason))
 
     def on_outside_report(self, detail: Mapping[str, Any], policy: Policy) -> None:
         """A state change of a training job outside the queue (DescribeTrainingJob's shape): watched
@@ -82,7 +84,7 @@ class IdleWatch:
         if status == IN_PROGRESS and detail.get("SecondaryStatus") == TRAINING:
             self.watch(name, instances, queued=False, policy=policy)
         elif status in ENDED_STATUSES and policy.idle.enforce_outside_queue:
-            self._delete(idle.stop_watching(name, instances, f"training job {name} ended ({status})"))
+            self._delete(idle.stop_watching(self._prefix, name, instances, f"training job {name} ended ({status})"))
 
     def watch(
         self,
@@ -95,7 +97,9 @@ class IdleWatch:
     ) -> None:
         """Put the job's alarms; with `existing` (the alarm names reconciliation listed), only when
         one of them is missing, so reconciling does not rewrite every alarm every time."""
-        action = idle.watch(training_job_name, instances, queued=queued, policy=policy, topic_arn=self._topic_arn)
+        action = idle.watch(
+            self._prefix, training_job_name, instances, queued=queued, policy=policy, topic_arn=self._topic_arn
+        )
         if action is None:
             return
         if existing is not None and all(request["AlarmName"] in existing for request in action.requests):
@@ -111,7 +115,8 @@ class IdleWatch:
         logger.info("idle alarms put", extra={"training_job": training_job_name, "reason": action.reason})
 
     def alarm_names(self) -> list[str] | None:
-        """Every idle alarm's name; None when CloudWatch cannot say (the sweep then waits)."""
+        """Every idle alarm's name of this stack; None when CloudWatch cannot say (the sweep then
+        waits)."""
         try:
             return self._alarms.names()
         except AlarmServiceError as exc:
@@ -131,18 +136,18 @@ class IdleWatch:
         watched = set(open_attempts)
         if policy.idle.enforce_outside_queue:
             watched |= self._running_outside(listed, watched, training.describe)
-        for action in idle.orphaned(listed, watched):
+        for action in idle.orphaned(self._prefix, listed, watched):
             self._delete([action])
 
-    @staticmethod
     def _running_outside(
+        self,
         listed: Collection[str],
         watched: Collection[str],
         describe: Callable[[str], TrainingJobStatus | None],
     ) -> set[str]:
         running: set[str] = set()
         for name in listed:
-            ref = idle.parse_alarm_name(name)
+            ref = idle.parse_alarm_name(self._prefix, name)
             if ref is None or ref.training_job_name in watched or ref.training_job_name in running:
                 continue
             try:

@@ -4,11 +4,16 @@ the policy topic told which job, which rules, and who started it.
 The decision is `governance.limits.check_outside_job`; this use case only picks the moment, rules
 out the queue's own attempts, and carries the actions out.
 
-It acts once per training job: only on the report that a job is `Starting` (the first SageMaker
-sends for a job that will run), and only when DescribeTrainingJob still shows it running and not
-being stopped, so a duplicate or late `Starting` event, after the stop landed, does nothing. When
-DescribeTrainingJob cannot be asked, the stop goes ahead (stopping twice is harmless; a job left
-running is not) and its notification may then repeat.
+It acts on the report that a job is `Starting` (the first SageMaker sends for a job that will run),
+and only when DescribeTrainingJob still shows it running and not being stopped, so a duplicate or
+late `Starting` event, after the stop landed, does nothing. When DescribeTrainingJob cannot be
+asked, the stop goes ahead (stopping twice is harmless; a job left running is not) and its
+notification may then repeat.
+
+Events can be lost, so reconciliation also sweeps the training jobs created in the last
+`SWEEP_WINDOW` (`sweep`): a violating job whose `Starting` event never came is stopped within one
+reconciliation period. Older jobs are left alone, so tightening the policy never stops work that
+was already running before it (beyond that window).
 
 A queue attempt is told apart by the job and attempt its tags name *and* the name the queue gives
 that attempt (`is_own_attempt`), never by the tags alone, which anyone can set.
@@ -16,8 +21,9 @@ that attempt (`is_own_attempt`), never by the tags alone, which anyone can set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
@@ -34,6 +40,8 @@ logger = Logger(service="smq", child=True)
 
 STARTING = "Starting"
 STOPPING = "Stopping"
+SWEEP_WINDOW = timedelta(minutes=15)
+"""Three reconciliation periods: a job is swept at least twice even when one reconciliation fails."""
 
 
 class PolicyNotifier(Protocol):
@@ -53,13 +61,20 @@ class OutsideJobCheck:
 
 class OutsideJobs:
     def __init__(
-        self, *, store: JobStore, training: TrainingService, policy: PolicySource, notifier: PolicyNotifier | None
+        self,
+        *,
+        store: JobStore,
+        training: TrainingService,
+        policy: PolicySource,
+        notifier: PolicyNotifier | None,
+        clock: Callable[[], datetime],
     ) -> None:
         """Without a `notifier` (no policy topic configured) jobs are still stopped; the log says why."""
         self._store = store
         self._training = training
         self._policy = policy
         self._notifier = notifier
+        self._clock = clock
 
     def check(self, detail: Mapping[str, Any]) -> OutsideJobCheck:
         """Apply the policy to the training job a state-change event's `detail` reports (the
@@ -69,9 +84,30 @@ class OutsideJobs:
             return OutsideJobCheck()
         if detail.get("SecondaryStatus") != STARTING or self._is_queue_attempt(name, detail.get("Tags")):
             return OutsideJobCheck()
+        return self._enforce(name, detail, confirm_running=True)
+
+    def sweep(self) -> list[OutsideJobCheck]:
+        """Apply the policy to every training job outside the queue created in the last
+        `SWEEP_WINDOW` that still runs; returns what was stopped. Listing them failing is logged and
+        left to the next reconciliation."""
+        try:
+            details = self._training.in_progress_since(self._clock() - SWEEP_WINDOW)
+        except TrainingServiceError as exc:
+            logger.warning("could not list recent training jobs; the next reconciliation sweeps", extra={"error": str(exc)})
+            return []
+        checks = []
+        for detail in details:
+            name = detail.get("TrainingJobName")
+            if isinstance(name, str) and not self._is_queue_attempt(name, detail.get("Tags")):
+                checks.append(self._enforce(name, detail, confirm_running=False))
+        return [check for check in checks if check.stopped is not None]
+
+    def _enforce(self, name: str, detail: Mapping[str, Any], *, confirm_running: bool) -> OutsideJobCheck:
+        """Stop and announce `name` when it breaks the policy. `confirm_running`: `detail` came with an
+        event, which may be late, so DescribeTrainingJob has the last word first."""
         actions = check_outside_job(detail, self._policy.load(), tags=detail.get("Tags"))
         stop = next((action for action in actions if isinstance(action, StopOutsideJob)), None)
-        if stop is None or not self._still_running(name):
+        if stop is None or (confirm_running and not self._still_running(name)):
             return OutsideJobCheck()
         try:
             self._training.stop(name)
