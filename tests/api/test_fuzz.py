@@ -154,7 +154,13 @@ def seeded_handler(api: ApiGateway, store: Any, clock: FakeClock) -> Any:
     return api.handler
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def scaled(examples: int) -> int:
+    """`examples` under the thorough profile (100 by default); proportionally fewer under `make
+    test-fast`'s."""
+    return max(examples * settings.default.max_examples // 100, 10)
+
+
+@settings(max_examples=scaled(250), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     method=st.sampled_from(["GET", "POST", "PATCH", "DELETE", "PUT", "HEAD", "OPTIONS"]),
     path=paths,
@@ -190,7 +196,7 @@ def test_no_input_gets_a_server_error(
     check_exchange(event, response, unknown_route_ok=True)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=scaled(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(request=queueable_requests())
 def test_every_queued_request_is_one_boto3_would_send(api: ApiGateway, request: dict[str, Any]) -> None:
     """The scheduler sends a queued request with boto3 hours later: botocore's own ParamValidator must

@@ -12,6 +12,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.governance.idle import AlarmPrefix
+from smq_lambda.governance.policy import Policy
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 ROLE = "arn:aws:iam::123456789012:role/Training"
@@ -96,3 +97,26 @@ def description(name: str, status: str = "InProgress", secondary: str = "Trainin
     del described["Tags"]
     described.update(copy.deepcopy(members))
     return described
+
+
+def policy_document(policy: Policy) -> dict[str, Any]:
+    """`policy` as the JSON document `parse_policy` reads back to an equal Policy."""
+    return {
+        "required_tags": list(policy.required_tags),
+        "allowed_instance_types": list(policy.allowed_instance_types),
+        "max_instance_count": policy.max_instance_count,
+        "max_runtime_seconds": policy.max_runtime_seconds,
+        "allowed_role_arns": list(policy.allowed_role_arns),
+        "idle": {
+            "threshold_percent": policy.idle.threshold_percent,
+            "period_seconds": policy.idle.period_seconds,
+            "evaluation_periods": policy.idle.evaluation_periods,
+            "enforce_outside_queue": policy.idle.enforce_outside_queue,
+        },
+        "spot_interruption_limit": policy.spot_interruption_limit,
+        "retry": {
+            "max_retries": policy.retry.max_retries,
+            "min_training_seconds": policy.retry.min_training_seconds,
+            "retryable_reasons": list(policy.retry.retryable_reasons),
+        },
+    }

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.errors import ConfigError
-from smq_lambda.governance.policy import IdlePolicy, Policy, PolicyError, RetryPolicy, parse_policy, policy_document
+from smq_lambda.governance.policy import IdlePolicy, Policy, PolicyError, RetryPolicy, parse_policy
+
+from tests.governance.builders import policy_document
 
 
 def test_an_empty_document_is_the_default_policy() -> None:

@@ -173,8 +173,11 @@ def test_max_wait_time_exceeded_stops_a_spot_job(make_stack: Any) -> None:
     assert "Training" not in [t["Status"] for t in description["SecondaryStatusTransitions"]]
 
 
+@pytest.mark.slow
 def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> None:
-    duration, trained_before_interruption = 4.0, 3.0
+    """The interruption lands 3 s before the job would end, a margin a loaded machine keeps; resumed,
+    it trains those 3 s again, restarted all 10."""
+    duration, trained_before_interruption = 10.0, 7.0
     name = unique("spot")
     synthetic.client.create_training_job(**synthetic_job(
         name, duration=duration, EnableManagedSpotTraining=True,
@@ -192,7 +195,7 @@ def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> 
         "Training", "Uploading", "Completed"]
     second_training = transitions[6]
     # Restarted from scratch, it would train for the whole duration again; resumed, it trains only
-    # what was left (at most a quarter). The margin between the two is seconds, not a timing claim.
+    # what was left. The margin between the two is seconds, not a timing claim.
     assert (second_training["EndTime"] - second_training["StartTime"]).total_seconds() < duration
     assert description["BillableTimeInSeconds"] <= description["TrainingTimeInSeconds"]
     synthetic.wait_events(name, "Completed")

@@ -106,29 +106,6 @@ def parse_policy(value: object) -> Policy:
     )
 
 
-def policy_document(policy: Policy) -> dict[str, Any]:
-    """`policy` as the JSON document `parse_policy` reads back to an equal Policy."""
-    return {
-        "required_tags": list(policy.required_tags),
-        "allowed_instance_types": list(policy.allowed_instance_types),
-        "max_instance_count": policy.max_instance_count,
-        "max_runtime_seconds": policy.max_runtime_seconds,
-        "allowed_role_arns": list(policy.allowed_role_arns),
-        "idle": {
-            "threshold_percent": policy.idle.threshold_percent,
-            "period_seconds": policy.idle.period_seconds,
-            "evaluation_periods": policy.idle.evaluation_periods,
-            "enforce_outside_queue": policy.idle.enforce_outside_queue,
-        },
-        "spot_interruption_limit": policy.spot_interruption_limit,
-        "retry": {
-            "max_retries": policy.retry.max_retries,
-            "min_training_seconds": policy.retry.min_training_seconds,
-            "retryable_reasons": list(policy.retry.retryable_reasons),
-        },
-    }
-
-
 def _idle(value: object) -> IdlePolicy:
     path = "policy.idle"
     document = _object(value, path, IdlePolicy)
