@@ -53,6 +53,7 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
         yield boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1")
 
 
+@pytest.mark.slow
 def test_concurrent_passes_and_events_never_over_commit_or_start_twice(dynamodb: object) -> None:
     """Passes race each other and SageMaker's events until every job has ended.
 
