@@ -4,25 +4,15 @@ tags, changes nothing in the queue and is never stopped by it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from smq import SmqApiClient
-from smq.local.stack import LocalStack, LocalStackOptions
+from smq.local.stack import LocalStack
 
-from tests.e2e.local import POOL, synthetic_request, wait_for
+from tests.e2e.local import synthetic_request, wait_for
 
 ENDED = {"Completed", "Failed", "Stopped"}
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = LocalStackOptions(
-        capacity={POOL: 2}, executor="synthetic", workdir=tmp_path_factory.mktemp("stack"), reconcile_every_seconds=5
-    )
-    with LocalStack(options) as running:
-        yield running
 
 
 def wait_until_ended(sagemaker: Any, name: str, timeout: float = 60) -> dict[str, Any]:

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 from smq import JobConflict, SmqApiClient
-from smq.local.stack import LocalStack, LocalStackOptions
+from smq.local.stack import LocalStack
 
 from tests.e2e.local import POOL, synthetic_request, wait_for
 
 FINISHED = {"completed", "failed", "cancelled"}
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = LocalStackOptions(
-        capacity={POOL: 2}, executor="synthetic", workdir=tmp_path_factory.mktemp("stack"), reconcile_every_seconds=5
-    )
-    with LocalStack(options) as running:
-        yield running
 
 
 @pytest.fixture

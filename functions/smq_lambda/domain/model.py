@@ -209,3 +209,13 @@ def tag_value(request: Mapping[str, Any], key: str) -> str | None:
             value = tag.get("Value")
             return value if isinstance(value, str) else None
     return None
+
+
+def queue_tags(tags: Mapping[str, str]) -> tuple[str, int] | None:
+    """The queue job and attempt number a training job's `smq:job` / `smq:attempt` tags name; None
+    when they name none. Tags are a claim anyone can make: `is_own_attempt` decides whether to
+    believe it."""
+    job_name, attempt = tags.get(JOB_TAG, ""), tags.get(ATTEMPT_TAG, "")
+    if not TRAINING_JOB_NAME_PATTERN.fullmatch(job_name) or not (attempt.isascii() and attempt.isdigit()):
+        return None
+    return job_name, int(attempt)

@@ -31,7 +31,7 @@ from smq_lambda.adapters.sns_notifier import SnsNotifier
 from smq_lambda.adapters.ssm_config import SsmConfigSource
 from smq_lambda.adapters.ssm_policy import SsmPolicySource
 from smq_lambda.domain.lifecycle import StartRetryLimits
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, TRAINING_JOB_NAME_PATTERN
+from smq_lambda.domain.model import queue_tags
 from smq_lambda.errors import ConfigError
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
@@ -202,12 +202,12 @@ def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> list[str]:
         logger.warning("not a training job state change", extra={"error": str(exc)})
         return []
     detail = change.detail
-    job_name = detail.Tags.get(JOB_TAG, "")
-    attempt = detail.Tags.get(ATTEMPT_TAG, "")
-    if not TRAINING_JOB_NAME_PATTERN.fullmatch(job_name) or not (attempt.isascii() and attempt.isdigit()):
+    claimed = queue_tags(detail.Tags)
+    if claimed is None:
         logger.info("training job outside the queue", extra={"training_job": detail.TrainingJobName})
         outcome = scheduler.report_outside(event["detail"])
         return outcome.job_errors
+    job_name, attempt = claimed
     logger.append_keys(job=job_name)
     status = TrainingJobStatus(
         name=detail.TrainingJobName,
@@ -218,7 +218,7 @@ def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> list[str]:
         secondary_status_transitions=tuple(detail.SecondaryStatusTransitions),
         training_time_seconds=detail.TrainingTimeInSeconds,
     )
-    outcome = scheduler.report(job_name, int(attempt), status)
+    outcome = scheduler.report(job_name, attempt, status)
     logger.remove_keys(["job"])
     return outcome.job_errors
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, TRAINING_JOB_NAME_PATTERN
+from smq_lambda.domain.model import queue_tags
 from smq_lambda.domain.training_status import IN_PROGRESS, is_own_attempt
 from smq_lambda.errors import TrainingServiceError
 from smq_lambda.governance.actions import NotifyPolicy, StopOutsideJob
@@ -124,12 +124,12 @@ class OutsideJobs:
         return OutsideJobCheck(stopped=stop, notified=notified)
 
     def _is_queue_attempt(self, training_job_name: str, tags: object) -> bool:
-        tags = tag_map(tags)
-        job_name, attempt = tags.get(JOB_TAG, ""), tags.get(ATTEMPT_TAG, "")
-        if not TRAINING_JOB_NAME_PATTERN.fullmatch(job_name) or not (attempt.isascii() and attempt.isdigit()):
+        claimed = queue_tags(tag_map(tags))
+        if claimed is None:
             return False
+        job_name, attempt = claimed
         job = self._store.get(job_name)
-        return job is not None and is_own_attempt(job, int(attempt), training_job_name)
+        return job is not None and is_own_attempt(job, attempt, training_job_name)
 
     def _still_running(self, training_job_name: str) -> bool:
         try:
