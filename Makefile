@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler lint clean
+.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-cold-import bench-kueue lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +30,22 @@ lint: setup
 demo: setup
 	$(VENV)/bin/smq local demo
 
-bench: bench-scheduler bench-trainer
+BENCH_JSON := .bench
+BENCH_TARGETS := bench-scheduler bench-trainer bench-cold-import bench-kueue
+
+bench: $(BENCH_TARGETS)
 
 bench-scheduler: setup
 	$(PY) bench/bench_scheduler.py
 
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py
+
+bench-cold-import: setup
+	$(PY) bench/bench_cold_import.py --json $(BENCH_JSON)/cold_import.json
+
+bench-kueue: setup
+	$(PY) bench/bench_kueue_load.py --json $(BENCH_JSON)/kueue_load.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .smq-local

@@ -14,6 +14,18 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
 @dataclass(frozen=True)
+class InUse:
+    """What holds the instances of the pools right now."""
+
+    live: list[Job]
+    """Every live job (starting, running, preempting, stopping), in scheduling order."""
+    outside: Mapping[str, int]
+    """Instances per pool held by training jobs outside the queue."""
+    pools: frozenset[str]
+    """Every pool a job was submitted to or an outside job used: where pending jobs may be listed."""
+
+
+@dataclass(frozen=True)
 class JobPage:
     jobs: list[Job]
     next_token: str | None
@@ -38,12 +50,30 @@ class JobStore(Protocol):
         `expected_version`."""
         ...
 
-    def active_jobs(self) -> list[Job]:
-        """Every pending and live job, in scheduling order (index queries, never a scan)."""
+    def in_use(self) -> InUse:
+        """Every live job and the instances training jobs outside the queue hold, exactly: read by
+        key (strongly consistent), never through an eventually consistent index."""
         ...
 
-    def pending_in_pool(self, pool: str) -> list[Job]:
-        """A pool's pending jobs in scheduling order: one paginated Query of the pending index."""
+    def pending_window(self, pool: str, limit: int) -> list[Job]:
+        """The first `limit` pending jobs listed under `pool`, in scheduling order, as summaries
+        (no request, no history): one bounded Query of the pending index, which may lag writes."""
+        ...
+
+    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+        """Pending jobs listed under `pool` whose order keys lie strictly between `after` and
+        `before` (either open when None): a Select=COUNT Query of the pending index, made when
+        someone asks."""
+        ...
+
+    def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
+        """A training job outside the queue holds `demand` (`holding`) or has ended (not `holding`);
+        idempotent, so duplicate and late events are harmless."""
+        ...
+
+    def replace_outside(self, jobs: Mapping[str, Mapping[str, int]]) -> None:
+        """What SageMaker lists as in progress outside the queue (training job name → demand)
+        replaces what the events recorded: reconciliation's correction."""
         ...
 
     def list_jobs(
@@ -104,8 +134,9 @@ class TrainingService(Protocol):
         """None when SageMaker has no job of that name."""
         ...
 
-    def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
-        """Instances per pool held by in-progress SageMaker jobs that are not queue attempts."""
+    def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:
+        """The instances per pool each in-progress training job that is not a queue attempt holds
+        (training job name → demand). Lists every busy training job: reconciliation only."""
         ...
 
     def in_progress_since(self, created_after: datetime) -> list[dict[str, Any]]:
@@ -115,20 +146,34 @@ class TrainingService(Protocol):
 
 
 @dataclass(frozen=True)
-class PoolUsage:
+class PoolMeasure:
+    """One pool as a scheduling pass left it."""
+
     pool: str
     capacity: int | None
     """None: an instance type with no pool while unpooled types are unlimited."""
     in_use: int
     """Instances held by live queue jobs plus training jobs started outside the queue."""
+    head: str | None = None
+    """The first job that waits for the pool, if one does."""
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    """One pool as GET /pools shows it: what the last pass measured, and the pending jobs now."""
+
+    pool: str
+    capacity: int | None
+    in_use: int
     pending: int
+    head: str | None = None
 
 
 @dataclass(frozen=True)
 class PoolUsageReport:
     """What one scheduling pass measured, per pool, and when."""
 
-    pools: tuple[PoolUsage, ...]
+    pools: tuple[PoolMeasure, ...]
     measured_at: datetime
 
 

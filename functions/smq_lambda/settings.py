@@ -27,7 +27,8 @@ class Settings:
     """Patterns of principals that may act on any job (domain/principals.py)."""
     access_rules_parameter: str | None = None
     """SSM parameter of the per-principal access rules (domain/access.py); None: no rules."""
-    scheduler_function: str | None = None
+    scheduler_queue_url: str | None = None
+    """The SQS queue the scheduler consumes; the API sends its requests for a pass there."""
     finished_ttl_days: int = 30
     max_start_refusals: int = 100
     """Transient start refusals in a row after which a job fails (see lifecycle.StartRetryLimits)."""
@@ -56,7 +57,7 @@ class Settings:
             allowed_role_arns=_csv(env.get("SMQ_ALLOWED_ROLE_ARNS")),
             admin_principals=_csv(env.get("SMQ_ADMIN_PRINCIPALS")),
             access_rules_parameter=env.get("SMQ_ACCESS_RULES_PARAMETER") or None,
-            scheduler_function=env.get("SMQ_SCHEDULER_FUNCTION") or None,
+            scheduler_queue_url=env.get("SMQ_SCHEDULER_QUEUE_URL") or None,
             finished_ttl_days=int(env.get("SMQ_FINISHED_TTL_DAYS") or 30),
             max_start_refusals=int(env.get("SMQ_MAX_START_REFUSALS") or 100),
             max_start_refusal_hours=float(env.get("SMQ_MAX_START_REFUSAL_HOURS") or 24),

@@ -51,7 +51,7 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "owner": job.owner,
         "submitted_at": timestamp(job.submitted_at),
         "updated_at": timestamp(job.updated_at or job.submitted_at),
-        "reason": job.reason,
+        "reason": entry.reason,
         "position": entry.position,
         "training_job_name": attempt.training_job_name if attempt is not None else None,
         "attempts": [attempt_view(item) for item in job.attempts],
@@ -69,7 +69,13 @@ def page_view(page: PositionedPage) -> dict[str, Any]:
 def pools_view(current: CurrentPools) -> dict[str, Any]:
     return {
         "pools": [
-            {"pool": usage.pool, "capacity": usage.capacity, "in_use": usage.in_use, "pending": usage.pending}
+            {
+                "pool": usage.pool,
+                "capacity": usage.capacity,
+                "in_use": usage.in_use,
+                "pending": usage.pending,
+                "head": usage.head,
+            }
             for usage in current.pools
         ],
         "measured_at": timestamp(current.measured_at),

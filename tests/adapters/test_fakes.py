@@ -9,12 +9,20 @@ import pytest
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
 from smq_lambda.errors import StartRefused
 from smq_lambda.ports import TrainingService
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
 from tests.adapters.builders import G5, P5, T0, job
-from tests.support.fakes import EPOCH, FakeClock, FakeConfigSource, FakeTrainingService, RecordingTrigger
+from tests.support.fakes import (
+    EPOCH,
+    FakeClock,
+    FakeConfigSource,
+    FakeTrainingService,
+    InMemoryJobStore,
+    RecordingTrigger,
+)
 
 
 def started(name: str, **kwargs: Any) -> Job:
@@ -148,10 +156,118 @@ def test_a_failure_carries_its_reason_into_describe_and_the_event() -> None:
     assert event["detail"]["Tags"] == {"priority": "0", "smq:job": "a", "smq:attempt": "1"}
 
 
-def test_external_usage_reports_the_configured_pools_asked_about() -> None:
+def test_outside_in_progress_lists_one_training_job_per_configured_pool_and_never_a_queue_attempt() -> None:
     fake = FakeTrainingService(external={G5: 3, P5: 0, "ml.c5.xlarge": 2})
+    current = started("ours")
+    fake.start_attempt(current)
 
-    assert fake.external_usage([G5, P5], []) == {G5: 3}
+    outside = fake.outside_in_progress([current.attempts[0].training_job_name])
+
+    assert outside == {f"outside-{G5}": {G5: 3}, "outside-ml.c5.xlarge": {"ml.c5.xlarge": 2}}
+
+
+def test_outside_in_progress_follows_what_the_test_sets() -> None:
+    fake = FakeTrainingService()
+
+    before = fake.outside_in_progress([])
+    fake.external[P5] = 1
+    after = fake.outside_in_progress([])
+
+    assert before == {}
+    assert after == {f"outside-{P5}": {P5: 1}}
+
+
+# ------------------------------------------------------------------------ InMemoryJobStore's index lag
+
+
+def _lagging_store(lag: int) -> InMemoryJobStore:
+    """A store with a lagging index, past its first `lag` writes (which it serves as they are)."""
+    store = InMemoryJobStore(index_lag=lag)
+    for index in range(lag):
+        store.create(job(f"seed-{index}", minute=index, pool=P5))
+    return store
+
+
+def test_a_lagging_index_serves_the_pending_window_counts_and_listings_as_they_were() -> None:
+    store = _lagging_store(1)
+    created = store.create(job("a", minute=10))
+    store.create(job("b", minute=11))
+
+    started_a = store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
+
+    assert names(store.pending_window(G5, 10)) == ["a", "b"]
+    assert store.count_pending(G5) == 2
+    assert names(store.list_jobs(states=[JobState.PENDING], pool=G5).jobs) == ["a", "b"]
+    assert store.list_jobs(states=[JobState.STARTING]).jobs == []
+    assert store.get("a") == started_a
+    assert names(store.in_use().live) == ["a"]
+
+
+def test_a_lagging_index_shows_the_items_as_they_were_lag_writes_ago() -> None:
+    store = _lagging_store(2)
+    created = store.create(job("a", minute=10))
+    store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
+
+    seen = [names(store.pending_window(G5, 10))]
+    for index, name in enumerate("bcd"):
+        store.create(job(name, minute=11 + index))
+        seen.append(names(store.pending_window(G5, 10)))
+
+    # a created, a started | b created | c created | d created
+    assert seen == [[], ["a"], [], ["b"]]
+    assert store.count_pending(G5) == 1
+    assert names(store.list_jobs(states=[JobState.STARTING]).jobs) == ["a"]
+    assert names(store.list_jobs(states=[JobState.PENDING], pool=G5).jobs) == ["b"]
+
+
+def test_a_lagging_index_never_delays_reads_by_key() -> None:
+    store = _lagging_store(3)
+    created = store.create(job("a", minute=10))
+    starting = store.save(lifecycle.start(created, T0, reason="fits"), expected_version=created.version)
+    running = store.save(lifecycle.mark_running(starting, T0), expected_version=starting.version)
+
+    store.record_outside("by-hand", {G5: 2}, holding=True)
+
+    assert store.get("a") == running
+    assert store.in_use().live == [running]
+    assert store.in_use().outside == {G5: 2}
+    assert store.pending_window(G5, 10) == []
+    assert store.list_jobs(states=list(JobState), pool=G5).jobs == []
+
+
+def test_a_lagging_index_lags_from_the_first_write() -> None:
+    store = InMemoryJobStore(index_lag=1)
+
+    store.create(job("a"))
+
+    assert store.pending_window(G5, 10) == []
+
+
+def test_without_lag_every_index_read_is_current() -> None:
+    store = InMemoryJobStore()
+    created = store.create(job("a"))
+
+    store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
+
+    assert store.pending_window(G5, 10) == []
+    assert store.count_pending(G5) == 0
+    assert names(store.list_jobs(states=[JobState.STARTING]).jobs) == ["a"]
+
+
+def test_window_reads_count_the_pending_jobs_served() -> None:
+    store = InMemoryJobStore()
+    for minute in range(5):
+        store.create(job(f"j{minute}", minute=minute))
+
+    store.pending_window(G5, 3)
+    store.pending_window(G5, 10)
+    store.pending_window(P5, 10)
+
+    assert store.window_reads == 8
+
+
+def names(jobs: list[Job]) -> list[str]:
+    return [each.name for each in jobs]
 
 
 # ------------------------------------------------------------------------ clock, config, trigger

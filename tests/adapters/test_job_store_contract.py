@@ -13,13 +13,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from moto.dynamodb.models import DynamoDBBackend
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.adapters.item_codec import archive_key
+from smq_lambda.adapters.item_codec import archive_key, job_order_key
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import MAX_EARLIER_JOBS, MAX_INLINE_ATTEMPTS, Job, attempt_name
-from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest, JobConflict, VersionConflict
-from smq_lambda.ports import JobStore
+from smq_lambda.governance.spot import on_demand_request
+from smq_lambda.ports import InUse, JobStore
 
 from tests.adapters.bounds import ITEM_LIMIT, attempted, item_size
 from tests.adapters.builders import ALICE, BOB, G5, P5, T0, job
@@ -223,8 +225,9 @@ def test_earlier_jobs_are_in_no_listing_and_no_queue(subject: Subject) -> None:
     listed = subject.store.list_jobs(states=list(JobState), limit=50)
 
     assert [(each.name, each.job_id) for each in listed.jobs] == [("reused", "newest"), ("other", other_id(subject))]
-    assert [each.job_id for each in subject.store.active_jobs()] == ["newest", other_id(subject)]
-    assert [each.job_id for each in subject.store.pending_in_pool(G5)] == ["newest", other_id(subject)]
+    assert subject.store.in_use().live == []
+    assert [each.job_id for each in subject.store.pending_window(G5, 10)] == ["newest", other_id(subject)]
+    assert subject.store.count_pending(G5) == 2
     archived_item = subject.item(archive_key("reused", "old"))
     assert archived_item is not None
     assert "order_key" not in archived_item and "pending_pool" not in archived_item
@@ -295,6 +298,7 @@ def test_a_job_with_a_thousand_attempts_saves_loads_and_numbers_on(subject: Subj
     restarted = subject.store.save(start(saved), expected_version=saved.version)
 
     assert loaded == saved
+    assert loaded is not None and loaded.request == created.request
     assert loaded.attempt_count == 1000
     assert len(loaded.attempts) == MAX_INLINE_ATTEMPTS
     assert loaded.attempt_outcomes == {"preempted": 500, "refused": 500}
@@ -349,6 +353,25 @@ def test_of_two_writers_of_one_version_only_the_first_wins(subject: Subject) -> 
     assert started.version == created.version + 1
 
 
+@pytest.fixture
+def atomic_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB applies each write atomically: its condition is checked and the item changed as one
+    step. moto checks and then changes, and another thread's write can land in between, so the
+    concurrency tests serialize moto's writes as DynamoDB would (the in-memory store locks itself)."""
+    lock = threading.RLock()
+
+    def atomic(write: Callable[..., Any]) -> Callable[..., Any]:
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return write(*args, **kwargs)
+
+        return locked
+
+    for operation in ("put_item", "update_item", "transact_write_items"):
+        monkeypatch.setattr(DynamoDBBackend, operation, atomic(getattr(DynamoDBBackend, operation)))
+
+
+@pytest.mark.usefixtures("atomic_moto")
 def test_concurrent_writers_on_threads_have_exactly_one_winner(subject: Subject) -> None:
     created = subject.store.create(job("a"))
     writers = 8
@@ -379,6 +402,67 @@ def test_concurrent_writers_on_threads_have_exactly_one_winner(subject: Subject)
     assert stored.version == 2
 
 
+@pytest.mark.usefixtures("atomic_moto")
+def test_concurrent_writers_of_a_starting_job_leave_it_live_exactly_when_the_winner_did(subject: Subject) -> None:
+    """Half the writers confirm the start (live), half report a refusal (pending): one wins, and the
+    job is among the live ones exactly when the winner's state is live."""
+    subject.store.create(job("a", groups=[(G5, 1), (P5, 2)]))
+    starting = move(subject.store, "a", start)
+    writers = 8
+    barrier = threading.Barrier(writers)
+    outcomes = [
+        running(starting) if index % 2 else lifecycle.refuse_start(starting, NOW, reason="x", lasting=False)
+        for index in range(writers)
+    ]
+    winners: list[int] = []
+    losers: list[int] = []
+
+    def write(index: int) -> None:
+        barrier.wait()
+        try:
+            subject.store.save(outcomes[index], expected_version=starting.version)
+        except VersionConflict:
+            losers.append(index)
+        else:
+            winners.append(index)
+
+    threads = [threading.Thread(target=write, args=(index,)) for index in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(winners) == 1 and len(losers) == writers - 1
+    stored = subject.store.get("a")
+    assert stored == outcomes[winners[0]]
+    assert subject.store.in_use().live == ([stored] if stored.is_live else [])
+
+
+def test_a_save_that_changes_the_request_keeps_the_new_one(subject: Subject) -> None:
+    """A managed-spot job interrupted too often waits again with its on-demand request, "which
+    replaces the stored request for good" (lifecycle.fall_back_to_on_demand)."""
+    spot_request = {
+        **job("spot").request,
+        "EnableManagedSpotTraining": True,
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+    }
+    subject.store.create(replace(job("spot"), request=spot_request))
+    on_demand = on_demand_request(spot_request)
+
+    fell_back = move(
+        subject.store,
+        "spot",
+        start,
+        running,
+        lambda current: lifecycle.fall_back_to_on_demand(current, NOW, request=on_demand, reason="interrupted"),
+    )
+
+    stored = subject.store.get("spot")
+    assert fell_back.request == on_demand
+    assert stored == fell_back
+    assert stored is not None and stored.request == on_demand
+
+
 def test_a_writer_holding_an_earlier_job_of_a_reused_name_conflicts(subject: Subject) -> None:
     old = subject.store.create(job("reused", minute=0))
     subject.store.save(cancel(old), expected_version=1)
@@ -390,10 +474,10 @@ def test_a_writer_holding_an_earlier_job_of_a_reused_name_conflicts(subject: Sub
     assert subject.store.get("reused") == new
 
 
-# ------------------------------------------------------------------------ ordered reads
+# ------------------------------------------------------------------------ in_use: the live jobs
 
 
-def test_active_jobs_are_every_pending_and_live_job_in_scheduling_order(subject: Subject) -> None:
+def test_in_use_is_exactly_the_live_jobs_in_scheduling_order(subject: Subject) -> None:
     put(subject.store, job("low", priority=-5, minute=0))
     put(subject.store, job("high-late", priority=9, minute=3), JobState.RUNNING)
     put(subject.store, job("high-early", priority=9, minute=1), JobState.PREEMPTING)
@@ -404,41 +488,307 @@ def test_active_jobs_are_every_pending_and_live_job_in_scheduling_order(subject:
     put(subject.store, job("refused", priority=100, minute=0), JobState.FAILED)
     put(subject.store, job("gone", priority=100, minute=0), JobState.CANCELLED)
 
-    active = subject.store.active_jobs()
+    live = subject.store.in_use().live
 
-    assert names(active) == ["high-early", "high-late", "p5", "tie-a", "tie-b", "low"]
-    assert {each.state for each in active} == set(ACTIVE_STATES)
-    assert active == [subject.store.get(name) for name in names(active)]
-
-
-def test_active_jobs_of_an_empty_queue(subject: Subject) -> None:
-    assert subject.store.active_jobs() == []
+    assert names(live) == ["high-early", "high-late", "tie-a", "tie-b"]
+    assert {each.state for each in live} == set(LIVE_STATES)
+    assert live == [subject.store.get(name) for name in names(live)]
 
 
-def test_pending_in_pool_lists_only_that_pools_pending_jobs_in_order(subject: Subject) -> None:
+def test_in_use_of_an_empty_queue(subject: Subject) -> None:
+    assert subject.store.in_use() == InUse(live=[], outside={}, pools=frozenset())
+
+
+def test_live_jobs_are_read_whole(subject: Subject) -> None:
+    """A live job comes with its request and history: reconciliation and stops act on it."""
+    subject.store.create(job("whole", tags=[{"Key": "team", "Value": "vision"}]))
+    reprioritized = move(subject.store, "whole", lambda current: lifecycle.reprioritize(current, NOW, 4, by=BOB))
+    live_job = move(subject.store, "whole", start, running)
+
+    (live,) = subject.store.in_use().live
+
+    assert live == live_job
+    assert live.request == reprioritized.request and live.request["Tags"] == [{"Key": "team", "Value": "vision"}]
+    assert live.history == reprioritized.history != ()
+
+
+ENDINGS: dict[str, list[Step]] = {
+    "preempted and requeued": [start, running, preempt, requeue],
+    "completed": [start, running, complete],
+    "cancelled while running": [start, running, stop, lambda current: lifecycle.end_stopped(current, NOW)],
+    "refused for a while": [start, lambda current: lifecycle.refuse_start(current, NOW, reason="x", lasting=False)],
+    "refused for good": [start, refuse],
+    "failed and retried": [start, running, lambda current: lifecycle.retry_failed(current, NOW, reason="x")],
+    "stopped for an idle GPU": [
+        start,
+        running,
+        lambda current: lifecycle.stop_for_governance(current, NOW, outcome="idle", reason="idle GPU"),
+        lambda current: lifecycle.end_stopped(current, NOW),
+    ],
+}
+
+
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_a_job_leaves_in_use_when_it_ends_or_returns_to_pending(subject: Subject, ending: str) -> None:
+    subject.store.create(job("mover", minute=0))
+    put(subject.store, job("stays", minute=1), JobState.RUNNING)
+    *before, last = ENDINGS[ending]
+    live_before = move(subject.store, "mover", *before)
+
+    was_live = names(subject.store.in_use().live)
+    ended = move(subject.store, "mover", last)
+
+    assert live_before.is_live and not ended.is_live
+    assert was_live == ["mover", "stays"]
+    assert names(subject.store.in_use().live) == ["stays"]
+    assert names(subject.store.pending_window(G5, 10)) == (["mover"] if ended.state is JobState.PENDING else [])
+
+
+def test_a_requeued_job_is_live_again_when_it_starts_again(subject: Subject) -> None:
+    subject.store.create(job("again"))
+    move(subject.store, "again", start, running, preempt, requeue)
+
+    restarted = move(subject.store, "again", start)
+
+    assert subject.store.in_use().live == [restarted]
+    assert restarted.current_attempt is not None and restarted.current_attempt.number == 2
+
+
+def test_a_heterogeneous_job_holds_every_pool_it_needs_and_waits_under_its_first(subject: Subject) -> None:
+    subject.store.create(job("hetero", groups=[(P5, 2), (G5, 1)]))
+    running_job = move(subject.store, "hetero", start, running)
+
+    held = subject.store.in_use()
+    requeued = move(subject.store, "hetero", preempt, requeue)
+
+    assert held.live == [running_job]
+    assert held.live[0].demand == {P5: 2, G5: 1}
+    assert held.pools == {P5, G5}
+    assert subject.store.in_use().live == []
+    assert names(subject.store.pending_window(P5, 10)) == ["hetero"]
+    assert subject.store.pending_window(G5, 10) == []
+    assert requeued.state is JobState.PENDING
+
+
+def test_pools_are_every_pool_a_job_was_submitted_to_and_stay(subject: Subject) -> None:
+    put(subject.store, job("hetero", groups=[(P5, 2), ("ml.trn1.32xlarge", 1)]), JobState.COMPLETED)
+    put(subject.store, job("plain"), JobState.CANCELLED)
+
+    assert subject.store.in_use().pools == {P5, "ml.trn1.32xlarge", G5}
+
+
+# ------------------------------------------------------------------------ in_use: outside the queue
+
+
+def test_an_outside_job_holds_its_instances_until_it_ends(subject: Subject) -> None:
+    subject.store.record_outside("by-hand", {G5: 2}, holding=True)
+    subject.store.record_outside("cluster", {P5: 4, G5: 1}, holding=True)
+    both = subject.store.in_use()
+    subject.store.record_outside("by-hand", {G5: 2}, holding=False)
+
+    assert both.outside == {G5: 3, P5: 4}
+    assert both.pools == {G5, P5}
+    assert subject.store.in_use().outside == {G5: 1, P5: 4}
+    assert subject.store.in_use().live == []
+
+
+def test_duplicate_and_late_outside_events_are_harmless(subject: Subject) -> None:
+    for _ in range(3):
+        subject.store.record_outside("by-hand", {G5: 2}, holding=True)
+    held = subject.store.in_use().outside
+    for _ in range(2):
+        subject.store.record_outside("by-hand", {G5: 2}, holding=False)
+    subject.store.record_outside("never-seen", {P5: 1}, holding=False)
+
+    assert held == {G5: 2}
+    assert subject.store.in_use().outside == {}
+
+
+def test_replace_outside_replaces_what_the_events_recorded(subject: Subject) -> None:
+    subject.store.record_outside("ended-unseen", {G5: 2}, holding=True)
+    subject.store.record_outside("still-running", {P5: 1}, holding=True)
+
+    subject.store.replace_outside({"still-running": {P5: 1}, "missed-start": {G5: 3, "ml.c5.xlarge": 2}})
+    replaced = subject.store.in_use()
+    subject.store.replace_outside({})
+
+    assert replaced.outside == {P5: 1, G5: 3, "ml.c5.xlarge": 2}
+    assert replaced.pools == {G5, P5, "ml.c5.xlarge"}
+    assert subject.store.in_use().outside == {}
+    assert subject.store.in_use().pools == {G5, P5, "ml.c5.xlarge"}
+
+
+def test_outside_jobs_and_live_jobs_are_counted_apart(subject: Subject) -> None:
+    running_job = put(subject.store, job("ours", instances=2), JobState.RUNNING)
+
+    subject.store.record_outside("theirs", {G5: 3}, holding=True)
+
+    assert subject.store.in_use() == InUse(live=[running_job], outside={G5: 3}, pools=frozenset({G5}))
+
+
+def test_usage_records_are_no_jobs(subject: Subject) -> None:
+    put(subject.store, job("ours"), JobState.RUNNING)
+    put(subject.store, job("waits", minute=1))
+    subject.store.record_outside("theirs", {G5: 3, P5: 1}, holding=True)
+    subject.store.replace_outside({"theirs": {G5: 3, P5: 1}})
+
+    assert names(subject.store.list_jobs(states=ALL, limit=50).jobs) == ["ours", "waits"]
+    assert names(subject.store.pending_window(G5, 10)) == ["waits"]
+    assert subject.store.count_pending(G5) == 1
+    assert subject.store.pending_window(P5, 10) == []
+
+
+# ------------------------------------------------------------------------ pending_window
+
+JOBS_5 = [f"j{index}" for index in range(5)]
+
+
+def test_pending_window_lists_only_that_pools_pending_jobs_in_order(subject: Subject) -> None:
     for minute, (name, priority) in enumerate([("c", 0), ("a", 3), ("b", 3), ("d", -1), ("e", 0)]):
         put(subject.store, job(name, priority=priority, minute=minute))
     put(subject.store, job("other-pool", priority=50, pool=P5))
     put(subject.store, job("live", priority=50), JobState.RUNNING)
+    put(subject.store, job("done", priority=50), JobState.COMPLETED)
 
-    assert names(subject.store.pending_in_pool(G5)) == ["a", "b", "c", "e", "d"]
-    assert names(subject.store.pending_in_pool(P5)) == ["other-pool"]
-    assert subject.store.pending_in_pool("ml.unknown") == []
+    assert names(subject.store.pending_window(G5, 10)) == ["a", "b", "c", "e", "d"]
+    assert names(subject.store.pending_window(P5, 10)) == ["other-pool"]
+    assert subject.store.pending_window("ml.unknown", 10) == []
 
 
-def test_a_job_leaves_the_pending_index_when_it_starts_and_returns_in_its_old_place(subject: Subject) -> None:
+@pytest.mark.parametrize(("limit", "expected"), [(0, []), (1, ["j0"]), (3, ["j0", "j1", "j2"]), (5, JOBS_5)])
+def test_pending_window_reads_at_most_limit_jobs(subject: Subject, limit: int, expected: list[str]) -> None:
+    for minute, name in enumerate(JOBS_5):
+        put(subject.store, job(name, minute=minute))
+
+    assert names(subject.store.pending_window(G5, limit)) == expected
+    assert names(subject.store.pending_window(G5, limit + 10)) == JOBS_5
+
+
+def test_a_job_leaves_the_pending_window_when_it_starts_and_returns_in_its_old_place(subject: Subject) -> None:
     put(subject.store, job("first", minute=0))
     put(subject.store, job("second", minute=1))
 
     move(subject.store, "first", start, running)
-    pending_while_running = names(subject.store.pending_in_pool(G5))
+    pending_while_running = names(subject.store.pending_window(G5, 10))
     item_while_running = subject.item("first")
     move(subject.store, "first", preempt, requeue)
 
     assert pending_while_running == ["second"]
     assert item_while_running is not None and "pending_pool" not in item_while_running
-    assert names(subject.store.pending_in_pool(G5)) == ["first", "second"]
+    assert names(subject.store.pending_window(G5, 10)) == ["first", "second"]
     assert (subject.item("first") or {}).get("pending_pool") == {"S": G5}
+
+
+def test_a_reprioritized_job_moves_in_the_window(subject: Subject) -> None:
+    for minute, name in enumerate(JOBS_5):
+        put(subject.store, job(name, minute=minute))
+
+    move(subject.store, "j3", lambda current: lifecycle.reprioritize(current, NOW, 1, by=ALICE))
+
+    assert names(subject.store.pending_window(G5, 2)) == ["j3", "j0"]
+
+
+def test_the_window_holds_summaries_with_what_a_decision_reads_but_no_request_or_history(subject: Subject) -> None:
+    """A job that has lived: earlier attempts, a refusal in backoff, a new priority, an earlier job
+    of its name. Its summary is the job but for the request, the history and the counts of attempts
+    no longer kept in full (a pass reads the whole job by key before it writes)."""
+    put(subject.store, job("lived", minute=0, job_id="earlier"), JobState.CANCELLED)
+    created = subject.store.create(job("lived", priority=2, minute=1, groups=[(G5, 2), (P5, 1)], job_id="now"))
+    lived = attempted(created, MAX_INLINE_ATTEMPTS + 3, start=NOW)
+    lived = subject.store.save(replace(lived, version=created.version + 1), expected_version=created.version)
+    lived = move(
+        subject.store,
+        "lived",
+        lambda current: lifecycle.reprioritize(current, NOW, 5, by=BOB),
+        start,
+        lambda current: lifecycle.refuse_start(current, NOW, reason="CapacityError: none", lasting=False),
+    )
+
+    (summary,) = subject.store.pending_window(G5, 10)
+
+    assert lived.request and lived.history and lived.earlier_outcomes and lived.earlier_job_ids == ("earlier",)
+    assert summary == replace(lived, history=(), earlier_outcomes={}, earlier_job_ids=())
+    assert summary.request == {}
+    assert summary.not_before is not None and summary.not_before == lived.not_before
+    assert summary.start_failures == 1
+    assert summary.next_attempt_number == lived.next_attempt_number == MAX_INLINE_ATTEMPTS + 5
+    assert summary.demand == {G5: 2, P5: 1} and summary.pool == G5
+    assert summary.order == lived.order
+    whole = subject.store.get("lived")
+    assert whole == lived and whole is not None and whole.request == lived.request
+
+
+# ------------------------------------------------------------------------ count_pending
+
+
+@pytest.fixture(scope="module", params=STORES)
+def counted(request: pytest.FixtureRequest) -> tuple[Subject, dict[str, str]]:
+    """Five pending G5 jobs j0..j4 in that order, with a running, a finished and a P5 job beside
+    them (read only, so shared by the module); and every G5 job's order key."""
+    subject = make_subject(request.param, request)
+    for minute, name in enumerate(JOBS_5):
+        put(subject.store, job(name, minute=minute))
+    put(subject.store, job("running", minute=2), JobState.RUNNING)
+    put(subject.store, job("finished", minute=2), JobState.COMPLETED)
+    put(subject.store, job("p5", minute=2, pool=P5))
+    keys = {}
+    for name in [*JOBS_5, "running"]:
+        found = subject.store.get(name)
+        assert found is not None
+        keys[name] = job_order_key(found)
+    return subject, keys
+
+
+@pytest.mark.parametrize(
+    ("after", "before", "expected"),
+    [
+        (None, None, 5),
+        ("j0", None, 4),
+        ("j3", None, 1),
+        ("j4", None, 0),
+        (None, "j0", 0),
+        (None, "j1", 1),
+        (None, "j4", 4),
+        ("j0", "j4", 3),
+        ("j1", "j3", 1),
+        ("j1", "j2", 0),
+        ("j2", "j2", 0),
+        ("running", None, 2),
+        (None, "running", 3),
+        ("j0", "running", 2),
+        ("running", "j4", 1),
+    ],
+)
+def test_count_pending_counts_strictly_between_its_bounds(
+    counted: tuple[Subject, dict[str, str]], after: str | None, before: str | None, expected: int
+) -> None:
+    """`running` shares its minute with j2 and sorts right after it: a bound that is no pending job."""
+    subject, keys = counted
+
+    count = subject.store.count_pending(
+        G5, after=None if after is None else keys[after], before=None if before is None else keys[before]
+    )
+
+    assert count == expected
+
+
+def test_count_pending_counts_one_pool(counted: tuple[Subject, dict[str, str]]) -> None:
+    subject, _ = counted
+
+    assert subject.store.count_pending(P5) == 1
+    assert subject.store.count_pending("ml.unknown") == 0
+
+
+def test_count_pending_follows_the_queue(subject: Subject) -> None:
+    for minute, name in enumerate(JOBS_5):
+        put(subject.store, job(name, minute=minute))
+
+    move(subject.store, "j0", start)
+    move(subject.store, "j1", cancel)
+    requeued = move(subject.store, "j2", start, running, preempt, requeue)
+
+    assert subject.store.count_pending(G5) == 3
+    assert subject.store.count_pending(G5, before=job_order_key(requeued)) == 0
 
 
 # ------------------------------------------------------------------------ list_jobs

@@ -7,20 +7,20 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+from smq_lambda.adapters.dynamodb_pool_usage import USAGE_KEY, DynamoPoolUsageBoard
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.ports import PoolUsage, PoolUsageBoard, PoolUsageReport
+from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport
 
 from tests.support.fakes import InMemoryPoolUsageBoard
 
 NOW = datetime(2024, 1, 1, 12, 30, 15, 123456, tzinfo=UTC)
 REPORT = PoolUsageReport(
     pools=(
-        PoolUsage(pool="ml.p5.48xlarge", capacity=2, in_use=2, pending=3),
-        PoolUsage(pool="ml.g5.xlarge", capacity=8, in_use=0, pending=0),
-        PoolUsage(pool="ml.c5.xlarge", capacity=None, in_use=4, pending=1),
+        PoolMeasure(pool="ml.p5.48xlarge", capacity=2, in_use=2, head="big-job"),
+        PoolMeasure(pool="ml.g5.xlarge", capacity=8, in_use=0),
+        PoolMeasure(pool="ml.c5.xlarge", capacity=None, in_use=4, head="unpooled-head"),
     ),
     measured_at=NOW,
 )
@@ -47,12 +47,32 @@ def test_the_latest_report_reads_back_as_published(board: PoolUsageBoard) -> Non
 def test_a_later_report_replaces_an_earlier_one(board: PoolUsageBoard) -> None:
     board.publish(REPORT)
     later = PoolUsageReport(
-        pools=(PoolUsage(pool="ml.g5.xlarge", capacity=8, in_use=1, pending=0),), measured_at=NOW + timedelta(seconds=1)
+        pools=(PoolMeasure(pool="ml.g5.xlarge", capacity=8, in_use=1),), measured_at=NOW + timedelta(seconds=1)
     )
 
     board.publish(later)
 
     assert board.latest() == later
+
+
+def test_a_head_is_kept_only_where_a_job_waits(board: PoolUsageBoard) -> None:
+    board.publish(REPORT)
+
+    latest = board.latest()
+
+    assert latest is not None
+    assert [measure.head for measure in latest.pools] == ["big-job", None, "unpooled-head"]
+
+
+def test_the_board_item_holds_heads_and_no_pending_counts(dynamodb_client: Any, table: str) -> None:
+    """Pending counts change between passes: GET /pools counts them when asked, so the board keeps none."""
+    DynamoPoolUsageBoard(table, dynamodb_client).publish(REPORT)
+
+    item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
+
+    pools = [entry["M"] for entry in item["pools"]["L"]]
+    assert [pool.get("head") for pool in pools] == [{"S": "big-job"}, None, {"S": "unpooled-head"}]
+    assert all("pending" not in pool for pool in pools)
 
 
 def test_a_report_measured_earlier_never_replaces_a_later_one(board: PoolUsageBoard) -> None:
@@ -68,8 +88,10 @@ def test_the_report_item_is_no_job(dynamodb_client: Any, table: str) -> None:
     DynamoPoolUsageBoard(table, dynamodb_client).publish(REPORT)
     store = DynamoJobStore(table, dynamodb_client)
 
-    assert store.active_jobs() == []
+    assert store.in_use() == InUse(live=[], outside={}, pools=frozenset())
     assert store.list_jobs(states=list(JobState)).jobs == []
+    assert store.pending_window("ml.g5.xlarge", 10) == []
+    assert store.count_pending("ml.g5.xlarge") == 0
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sagemaker.models import sagemaker_backends
-from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService, held_instances
+from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService
 from smq_lambda.domain import lifecycle
+from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 from smq_lambda.ports import TrainingJobStatus
@@ -308,7 +309,10 @@ def test_describe_carries_what_the_governance_rules_count(stub: Stubber, service
     stub.add_response(
         "describe_training_job",
         _description(
-            "train-1", "InProgress", SecondaryStatus="Interrupted", SecondaryStatusTransitions=transitions,
+            "train-1",
+            "InProgress",
+            SecondaryStatus="Interrupted",
+            SecondaryStatusTransitions=transitions,
             TrainingTimeInSeconds=42,
         ),  # fmt: skip
         {"TrainingJobName": "train-1"},
@@ -343,7 +347,7 @@ def test_other_describe_failures_are_raised_typed(stub: Stubber, service: SageMa
     assert failed.value.code == "InternalFailure"
 
 
-# ------------------------------------------------------------------------ external usage
+# ------------------------------------------------------------------------ training jobs outside the queue
 
 
 def _listing(*names: str, token: str | None = None) -> dict[str, Any]:
@@ -363,7 +367,7 @@ def _listing(*names: str, token: str | None = None) -> dict[str, Any]:
     return page
 
 
-def test_external_usage_pages_through_busy_jobs_and_counts_only_others_on_pooled_types(
+def test_outside_in_progress_pages_through_busy_jobs_and_lists_every_other_jobs_instances(
     stub: Stubber, service: SageMakerTrainingService
 ) -> None:
     stub.add_response(
@@ -390,22 +394,22 @@ def test_external_usage_pages_through_busy_jobs_and_counts_only_others_on_pooled
             "describe_training_job", _description(name, ResourceConfig=resources), {"TrainingJobName": name}
         )
 
-    usage = service.external_usage([G5, P5], ["ours-1", "ours-2"])
+    outside = service.outside_in_progress(["ours-1", "ours-2"])
 
-    assert usage == {G5: 4, P5: 2}
+    assert outside == {"ext-a": {G5: 3}, "ext-b": {P5: 2, G5: 1}, "ext-c": {"ml.c5.xlarge": 4}}
 
 
-def test_external_usage_describes_a_job_once(stub: Stubber, service: SageMakerTrainingService) -> None:
+def test_outside_in_progress_describes_a_job_once(stub: Stubber, service: SageMakerTrainingService) -> None:
     stub.add_response("list_training_jobs", _listing("ext-a"), {"StatusEquals": "InProgress", "MaxResults": 2})
     stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
     stub.add_response("describe_training_job", _description("ext-a"), {"TrainingJobName": "ext-a"})
     stub.add_response("list_training_jobs", _listing("ext-a"), {"StatusEquals": "InProgress", "MaxResults": 2})
     stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
 
-    first = service.external_usage([G5], [])
-    second = service.external_usage([G5], [])
+    first = service.outside_in_progress([])
+    second = service.outside_in_progress([])
 
-    assert first == second == {G5: 1}
+    assert first == second == {"ext-a": {G5: 1}}
 
 
 def test_recent_jobs_are_listed_since_the_time_given_and_come_with_their_tags(
@@ -458,7 +462,7 @@ def test_a_job_that_ended_between_list_and_describe_counts_nothing(
     stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
     stub.add_client_error("describe_training_job", "ValidationException", "Requested resource not found.")
 
-    assert service.external_usage([G5], []) == {}
+    assert service.outside_in_progress([]) == {}
 
 
 SERVERLESS = {
@@ -559,11 +563,10 @@ def test_jobs_outside_the_queue_of_every_documented_shape_count_what_is_readable
     )
     stub.add_response("describe_training_job", _description("plain"), {"TrainingJobName": "plain"})
 
-    usage = service.external_usage([G5, P5], [])
+    outside = service.outside_in_progress([])
 
-    expected = dict(held)
-    expected[G5] = expected.get(G5, 0) + 1
-    assert usage == expected
+    expected = {"odd": held} if held else {}
+    assert outside == {**expected, "plain": {G5: 1}}
     warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
     assert [getattr(record, "training_job", None) for record in warnings] == (["odd"] if unreadable else [])
 
@@ -582,12 +585,12 @@ def test_a_job_waiting_for_its_preferred_instance_type_is_described_again_until_
     stub.add_response("list_training_jobs", _listing("flex"), {"StatusEquals": "InProgress", "MaxResults": 2})
     stub.add_response("list_training_jobs", _listing(), {"StatusEquals": "Stopping", "MaxResults": 2})
 
-    before = service.external_usage([G5, P5], [])
-    selected = service.external_usage([G5, P5], [])
-    remembered = service.external_usage([G5, P5], [])
+    before = service.outside_in_progress([])
+    selected = service.outside_in_progress([])
+    remembered = service.outside_in_progress([])
 
     assert before == {}
-    assert selected == remembered == {P5: 1}
+    assert selected == remembered == {"flex": {P5: 1}}
 
 
 JSON = st.recursive(
@@ -628,7 +631,7 @@ def test_a_failed_listing_is_raised_typed(stub: Stubber, service: SageMakerTrain
     stub.add_client_error("list_training_jobs", "ThrottlingException", "Rate exceeded")
 
     with pytest.raises(TrainingServiceError) as failed:
-        service.external_usage([G5], [])
+        service.outside_in_progress([])
 
     assert failed.value.operation == "ListTrainingJobs"
 
@@ -653,7 +656,7 @@ def test_on_moto_an_attempt_is_created_tagged_and_described(sagemaker_client: An
     assert service.describe("moto-never-created") is None
 
 
-def test_on_moto_external_usage_crosses_pages() -> None:
+def test_on_moto_outside_in_progress_crosses_pages() -> None:
     """Seven busy jobs, listed two per page, in a region no other test uses."""
     region = "eu-west-3"
     client = boto3.client("sagemaker", region_name=region)
@@ -666,10 +669,6 @@ def test_on_moto_external_usage_crosses_pages() -> None:
         backend.training_jobs[name].training_job_status = "InProgress"
     ours = ["busy-0", "busy-3"]
 
-    usage = SageMakerTrainingService(client, page_size=2).external_usage([G5, P5], ours)
+    outside = SageMakerTrainingService(client, page_size=2).outside_in_progress(ours)
 
-    expected: dict[str, int] = {}
-    for name, (kind, count) in jobs.items():
-        if name not in ours:
-            expected[kind] = expected.get(kind, 0) + count
-    assert usage == expected
+    assert outside == {name: {kind: count} for name, (kind, count) in jobs.items() if name not in ours}

@@ -34,7 +34,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
-from tests.adapters.builders import G5, T0, job
+from tests.adapters.builders import T0, job
 from tests.support.aws import REGION
 
 ENDPOINT = "https://sagemaker.flaky.invalid"
@@ -236,7 +236,7 @@ def test_an_unknown_outcome_does_not_leak_into_the_next_create() -> None:
 OPERATIONS = {
     "StopTrainingJob": lambda service: service.stop("train-1"),
     "DescribeTrainingJob": lambda service: service.describe("train-1"),
-    "ListTrainingJobs": lambda service: service.external_usage([G5], []),
+    "ListTrainingJobs": lambda service: service.outside_in_progress([]),
 }
 
 

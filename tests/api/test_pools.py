@@ -1,12 +1,13 @@
-"""GET /pools reads what the last scheduling pass measured, under today's capacities; it never asks
-SageMaker (the service has no SageMaker dependency at all, and the template grants the API none)."""
+"""GET /pools reads what the last scheduling pass measured, under today's capacities, and counts the
+jobs pending under each pool when asked; it never asks SageMaker (the service has no SageMaker
+dependency at all, and the template grants the API none)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.ports import PoolUsage, PoolUsageReport
+from smq_lambda.ports import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.queue_api import with_current_capacity
 
@@ -18,24 +19,27 @@ MEASURED = datetime(2024, 5, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 C5 = "ml.c5.xlarge"
 
 
-def report(*pools: tuple[str, int | None, int, int]) -> PoolUsageReport:
+def report(*pools: tuple[str, int | None, int, str | None]) -> PoolUsageReport:
     return PoolUsageReport(
-        pools=tuple(PoolUsage(pool, capacity, in_use, pending) for pool, capacity, in_use, pending in pools),
+        pools=tuple(PoolMeasure(pool, capacity, in_use, head) for pool, capacity, in_use, head in pools),
         measured_at=MEASURED,
     )
 
 
-def test_pools_show_what_the_last_pass_measured(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
+def test_pools_show_what_the_last_pass_measured_and_the_jobs_pending_now(
+    api: ApiGateway, usage_board: InMemoryPoolUsageBoard
+) -> None:
     api.add(training_request("waiting"))
-    usage_board.publish(report((G5, 4, 3, 2), (P5, 2, 2, 0)))
+    api.add(training_request("later"))
+    usage_board.publish(report((G5, 4, 3, "waiting"), (P5, 2, 2, None)))
 
     reply = api.pools()
 
     assert reply.status == 200
     assert reply.body == {
         "pools": [
-            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 2},
-            {"pool": P5, "capacity": 2, "in_use": 2, "pending": 0},
+            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 2, "head": "waiting"},
+            {"pool": P5, "capacity": 2, "in_use": 2, "pending": 0, "head": None},
         ],
         "measured_at": "2024-05-01T12:00:00.250Z",
     }
@@ -44,19 +48,19 @@ def test_pools_show_what_the_last_pass_measured(api: ApiGateway, usage_board: In
 def test_capacities_are_the_ones_configured_now(
     api: ApiGateway, usage_board: InMemoryPoolUsageBoard, config: FakeConfigSource
 ) -> None:
-    usage_board.publish(report((G5, 4, 3, 1), (P5, 2, 1, 0)))
+    usage_board.publish(report((G5, 4, 3, None), (P5, 2, 1, None)))
     config.set_pools({G5: 8, C5: 1})
 
     pools = api.pools().body["pools"]
 
     assert pools == [
-        {"pool": G5, "capacity": 8, "in_use": 3, "pending": 1},
-        {"pool": C5, "capacity": 1, "in_use": 0, "pending": 0},
-        {"pool": P5, "capacity": 0, "in_use": 1, "pending": 0},
+        {"pool": G5, "capacity": 8, "in_use": 3, "pending": 0, "head": None},
+        {"pool": C5, "capacity": 1, "in_use": 0, "pending": 0, "head": None},
+        {"pool": P5, "capacity": 0, "in_use": 1, "pending": 0, "head": None},
     ]
 
 
-def test_before_any_pass_the_queue_jobs_are_counted_from_the_table(
+def test_before_any_pass_the_live_jobs_are_counted_from_the_table(
     api: ApiGateway, store: Any, clock: FakeClock
 ) -> None:
     api.add(training_request("big", instances=3))
@@ -68,33 +72,33 @@ def test_before_any_pass_the_queue_jobs_are_counted_from_the_table(
 
     assert reply.body == {
         "pools": [
-            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 2},
-            {"pool": P5, "capacity": 2, "in_use": 0, "pending": 1},
+            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 1, "head": None},
+            {"pool": P5, "capacity": 2, "in_use": 0, "pending": 1, "head": None},
         ],
         "measured_at": None,
-    }
+    }, "a job is pending under its first pool only (the one it is listed under)"
 
 
 def test_a_newer_report_replaces_the_last(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
-    usage_board.publish(report((G5, 4, 1, 0)))
+    usage_board.publish(report((G5, 4, 1, None)))
     usage_board.publish(
-        PoolUsageReport(pools=(PoolUsage(G5, 4, 4, 3),), measured_at=datetime(2024, 5, 1, 12, 5, tzinfo=UTC))
+        PoolUsageReport(pools=(PoolMeasure(G5, 4, 4, "big"),), measured_at=datetime(2024, 5, 1, 12, 5, tzinfo=UTC))
     )
 
     reply = api.pools()
 
-    assert reply.body["pools"][0] == {"pool": G5, "capacity": 4, "in_use": 4, "pending": 3}
+    assert reply.body["pools"][0] == {"pool": G5, "capacity": 4, "in_use": 4, "pending": 0, "head": "big"}
     assert reply.body["measured_at"] == "2024-05-01T12:05:00.000Z"
 
 
 def test_merge_keeps_unconfigured_pools_only_while_used_or_awaited() -> None:
-    measured = report((G5, 4, 1, 0), (P5, 2, 0, 0), (C5, None, 2, 0), ("ml.m5.large", None, 0, 1))
+    measured = report((G5, 4, 1, None), (P5, 2, 0, None), (C5, None, 2, None), ("ml.m5.large", None, 0, "m5-job"))
     config = SchedulerConfig(pools={G5: 6}, unpooled=UnpooledPolicy.UNLIMITED)
 
     merged = with_current_capacity(measured, config)
 
     assert merged == [
-        PoolUsage(G5, 6, 1, 0),
-        PoolUsage(C5, None, 2, 0),
-        PoolUsage("ml.m5.large", None, 0, 1),
+        PoolMeasure(G5, 6, 1, None),
+        PoolMeasure(C5, None, 2, None),
+        PoolMeasure("ml.m5.large", None, 0, "m5-job"),
     ]

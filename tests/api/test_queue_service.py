@@ -123,6 +123,7 @@ def test_pools_show_the_usage_a_pass_measured_with_jobs_started_outside_the_queu
     service.submit(training_request("waits", instances=2), ALICE)
     assert service.pools().measured_at is None
 
+    scheduler.reconcile()
     scheduler.schedule()
     pools = service.pools()
 

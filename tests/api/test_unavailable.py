@@ -128,7 +128,7 @@ def test_a_throttled_priority_change_answers_503_and_changes_nothing(
 ) -> None:
     api.add(training_request("steady", priority=1))
     capsys.readouterr()
-    failing.fail(every("PutItem", "TransactWriteItems"))
+    failing.fail(every("UpdateItem", "TransactWriteItems"))
 
     reply = api.set_priority("steady", 9)
 
@@ -165,7 +165,9 @@ def test_a_replay_store_that_cannot_start_answers_503_and_queues_nothing(
 def test_a_job_queued_whose_replay_record_cannot_be_completed_is_still_accepted(
     api: ApiGateway, failing: FailingCalls
 ) -> None:
-    failing.fail(every("UpdateItem"))
+    failing.fail(
+        lambda operation, params: operation == "UpdateItem" and params["Key"]["name"]["S"] != "#pools",
+    )
 
     reply = api.add(training_request("queued-anyway"))
 

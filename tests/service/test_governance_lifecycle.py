@@ -88,9 +88,8 @@ def test_the_fallback_stops_the_spot_attempt_and_queues_the_job_on_demand_behind
     submitted_at = world.job("a").submitted_at
     for _ in range(3):
         interrupt(world, first)
-    world.sagemaker.external = {POOL: 1}  # the stopping spot attempt still holds its instance
 
-    interrupt(world, first, restart=False)
+    interrupt(world, first, restart=False)  # the stopping spot attempt still holds its instance
 
     job = world.job("a")
     assert job.state is JobState.PENDING, "it waits for capacity like any other job"

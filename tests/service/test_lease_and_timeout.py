@@ -20,6 +20,7 @@ from tests.support.aws import TEMPLATE_PATH
 from tests.support.fake_lease import InMemoryPassLease
 
 KICK = {"source": "smq.api", "reason": "test"}
+RECONCILE = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
 def template_timeout() -> timedelta:
@@ -85,7 +86,7 @@ def test_a_pass_killed_at_the_timeout_frees_the_lease_a_margin_later(monkeypatch
     def killed() -> list[Any]:
         raise TimeoutError("Task timed out")
 
-    world.store.active_jobs = killed  # type: ignore[method-assign]
+    world.store.in_use = killed  # type: ignore[method-assign]
     world.lease.abandon = lambda owner: None  # type: ignore[method-assign]  # a killed pass gives nothing up
 
     with pytest.raises(TimeoutError):
@@ -123,7 +124,7 @@ def test_every_invocation_publishes_job_errors_stuck_jobs_and_pool_usage(
     world.progress("low", "InProgress")
     world.submit("high", 5)
     world.later(16 * 60)
-    world.store.create(queued_job("broken", priority=-1, submitted_at=world.clock()))
+    world.store.create(queued_job("broken", priority=10, submitted_at=world.clock()))  # the new head
     real_save = world.store.save
 
     def save(job: Any, *, expected_version: int) -> Any:
@@ -142,4 +143,8 @@ def test_every_invocation_publishes_job_errors_stuck_jobs_and_pool_usage(
     assert published[(None, "StuckJobs")] == [1.0]
     assert published[(POOL, "PoolInUse")] == [1.0]
     assert published[(POOL, "PoolCapacity")] == [1.0]
-    assert published[(POOL, "QueueDepth")] == [2.0]
+
+    monkeypatch.setattr(scheduler_handler, "default_outside_jobs", lambda: None)
+    invoke(world, monkeypatch, RECONCILE, remaining=template_timeout())
+
+    assert emf_metrics(capsys.readouterr().out)[(POOL, "QueueDepth")] == [2.0], "counted by reconciliation"

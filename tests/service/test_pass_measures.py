@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
-from smq_lambda.ports import PoolUsage
+from smq_lambda.ports import PoolMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.pass_measures import STUCK_AFTER, count_stuck, pool_usage
 
@@ -58,31 +58,28 @@ def test_a_job_never_written_since_submission_counts_from_its_submission() -> No
     assert count_stuck([never_updated], NOW) == 1
 
 
-def test_usage_lists_configured_pools_then_unpooled_types_in_use() -> None:
+def test_usage_lists_configured_pools_then_unpooled_types_in_use_or_awaited() -> None:
     config = SchedulerConfig(pools={"a": 4, "b": 2, "idle": 1}, unpooled=UnpooledPolicy.UNLIMITED)
-    jobs = [
+    live = [
         job("running", S.RUNNING, pool="a", instances=2),
         job("starting", S.STARTING, pool="a"),
         job("stopping", S.STOPPING, pool="b", instances=2),
-        job("waiting", S.PENDING, pool="a", instances=3),
-        job("waiting-too", S.PENDING, pool="a"),
-        job("elsewhere", S.PENDING, pool="x"),
         job("unpooled", S.RUNNING, pool="y", instances=5),
     ]
 
-    report = pool_usage(jobs, {"a": 1, "idle": 1, "not-asked": 7}, config, NOW)
+    report = pool_usage(live, {"a": 1, "idle": 1, "outside-only": 7}, config, NOW, {"a": "waiting", "x": "elsewhere"})
 
     assert report.measured_at == NOW
     assert report.pools == (
-        PoolUsage(pool="a", capacity=4, in_use=4, pending=2),
-        PoolUsage(pool="b", capacity=2, in_use=2, pending=0),
-        PoolUsage(pool="idle", capacity=1, in_use=1, pending=0),
-        PoolUsage(pool="x", capacity=None, in_use=0, pending=1),
-        PoolUsage(pool="y", capacity=None, in_use=5, pending=0),
-    )
+        PoolMeasure(pool="a", capacity=4, in_use=4, head="waiting"),
+        PoolMeasure(pool="b", capacity=2, in_use=2),
+        PoolMeasure(pool="idle", capacity=1, in_use=1),
+        PoolMeasure(pool="y", capacity=None, in_use=5),
+        PoolMeasure(pool="x", capacity=None, in_use=0, head="elsewhere"),
+    ), "a type only jobs outside the queue use is not the queue's to show"
 
 
 def test_an_unpooled_type_under_reject_has_no_capacity() -> None:
-    report = pool_usage([job("j", S.PENDING, pool="x")], {}, SchedulerConfig(pools={}), NOW)
+    report = pool_usage([job("j", S.RUNNING, pool="x")], {}, SchedulerConfig(pools={}), NOW, {})
 
-    assert report.pools == (PoolUsage(pool="x", capacity=0, in_use=0, pending=1),)
+    assert report.pools == (PoolMeasure(pool="x", capacity=0, in_use=1),)

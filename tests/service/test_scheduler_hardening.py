@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from smq_lambda.domain.lifecycle import BACKOFF_MAX, StartRetryLimits
 from smq_lambda.domain.states import JobState
-from smq_lambda.ports import PoolUsage
+from smq_lambda.ports import PoolMeasure
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
 from tests.service.harness import POOL, World, queued_job
@@ -354,6 +354,7 @@ def test_every_invocation_counts_the_jobs_stuck_between_two_states(minutes: int,
 def test_each_pass_publishes_the_usage_it_measured_including_its_own_starts() -> None:
     world = World(capacity={POOL: 3, OTHER_POOL: 1})
     world.sagemaker.external = {POOL: 1}
+    world.reconcile()
     world.submit("running", 0, instances=1)
     world.progress("running", "InProgress")
     world.store.create(queued_job("started-now", priority=0, submitted_at=world.clock()))
@@ -367,13 +368,13 @@ def test_each_pass_publishes_the_usage_it_measured_including_its_own_starts() ->
     latest = world.usage.latest()
     assert latest is not None and latest.measured_at == world.clock()
     assert latest.pools == (
-        PoolUsage(pool=POOL, capacity=3, in_use=3, pending=1),
-        PoolUsage(pool=OTHER_POOL, capacity=1, in_use=0, pending=0),
-        PoolUsage(pool="ml.c5.xlarge", capacity=None, in_use=4, pending=0),
+        PoolMeasure(pool=POOL, capacity=3, in_use=3, head="waits"),
+        PoolMeasure(pool=OTHER_POOL, capacity=1, in_use=0),
+        PoolMeasure(pool="ml.c5.xlarge", capacity=None, in_use=4),
     )
 
 
-def test_a_refused_start_is_published_as_pending_not_in_use() -> None:
+def test_a_refused_start_is_published_as_not_in_use() -> None:
     world = World(capacity={POOL: 1})
     world.sagemaker.refuse("a", "ThrottlingException: slow down", lasting=False)
 
@@ -381,7 +382,7 @@ def test_a_refused_start_is_published_as_pending_not_in_use() -> None:
 
     latest = world.usage.latest()
     assert latest is not None
-    assert latest.pools == (PoolUsage(pool=POOL, capacity=1, in_use=0, pending=1),)
+    assert latest.pools == (PoolMeasure(pool=POOL, capacity=1, in_use=0),)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
-from smq_lambda.errors import TrainingServiceError
+from smq_lambda.errors import ServiceUnavailable, TrainingServiceError
 
 from tests.service.harness import POOL, World, queued_job
 
@@ -253,13 +253,13 @@ def test_a_pass_that_fails_gives_the_lease_up_so_the_next_pass_can_run() -> None
     world = World(capacity={POOL: 1})
     world.store.create(_pending(world, "a"))
 
-    def broken(*_: object) -> dict[str, int]:
-        raise TrainingServiceError("ListTrainingJobs", "ThrottlingException", "slow down")
+    def broken(*_: object) -> None:
+        raise ServiceUnavailable("DynamoDB", "ThrottlingException", "slow down")
 
-    world.sagemaker.external_usage = broken  # type: ignore[method-assign]
-    with pytest.raises(TrainingServiceError):
+    world.store.in_use = broken  # type: ignore[method-assign]
+    with pytest.raises(ServiceUnavailable):
         world.kick()
-    del world.sagemaker.external_usage
+    del world.store.in_use
 
     assert world.kick()["started"] == ["a"]
 

@@ -71,3 +71,13 @@ def create_queue_table(client: Any, table_name: str = "smq-queue", template_path
     if ttl is not None:
         client.update_time_to_live(TableName=table_name, TimeToLiveSpecification=ttl)
     return table_name
+
+
+@lru_cache(maxsize=1)
+def pending_index_attributes() -> frozenset[str]:
+    """The attributes the template's pending index holds: its keys, the table's key and the
+    projected ones (the in-memory store serves its pending window with exactly these)."""
+    definition = table_definition(_template(TEMPLATE_PATH), table_name="projection")
+    (index,) = [index for index in definition["GlobalSecondaryIndexes"] if index["IndexName"] == "pending-by-pool"]
+    keys = {key["AttributeName"] for key in (*definition["KeySchema"], *index["KeySchema"])}
+    return frozenset(keys | set(index["Projection"].get("NonKeyAttributes", [])))

@@ -7,6 +7,7 @@ set of assertions against both so they cannot drift apart.
 
 from __future__ import annotations
 
+import collections
 import threading
 import uuid
 from collections.abc import Callable, Collection, Mapping
@@ -25,7 +26,7 @@ from smq_lambda.adapters.item_codec import (
 )
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
-from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import (
     AlarmServiceError,
     JobConflict,
@@ -36,8 +37,10 @@ from smq_lambda.errors import (
 from smq_lambda.governance.actions import NotifyPolicy
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import JobPage, PoolUsageReport, TrainingJobStatus
+from smq_lambda.ports import InUse, JobPage, PoolUsageReport, TrainingJobStatus
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
+
+from tests.support.aws import pending_index_attributes
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 _SECONDARY_OF = {"InProgress": "Training"}
@@ -68,17 +71,30 @@ class InMemoryJobStore:
     """The JobStore port over a dict of DynamoDB items; thread-safe, so concurrency tests can use it.
 
     Earlier jobs of a reused name are kept under their archive key, as the DynamoDB store keeps them;
-    reads that stand for an index Query see only items that carry `order_key`, as the sparse indexes do.
+    reads that stand for an index Query see only items that carry `order_key`, as the sparse indexes do,
+    and the pending window holds only what the template projects into the pending index.
+
+    `index_lag` makes it the store of an eventually consistent world: every index read (the pending
+    window, counts, listings) sees the items as they were `index_lag` writes ago, as a global
+    secondary index that has not caught up would. Reads by key (`get`, `in_use`) stay current.
     """
 
-    def __init__(self, *, ttl_days: int = 30) -> None:
+    def __init__(self, *, ttl_days: int = 30, index_lag: int = 0) -> None:
         self._ttl_days = ttl_days
         self._items: dict[str, Item] = {}
         self._lock = threading.Lock()
+        self._index_lag = index_lag
+        self._earlier: collections.deque[dict[str, Item]] = collections.deque([{}], maxlen=index_lag + 1)
+        self._pools: set[str] = set()
+        self._outside: dict[str, set[str]] = {}
+        """Per pool, `<training job>=<instances>` elements, as the DynamoDB store's `outside` sets."""
+        self.window_reads = 0
+        """Pending jobs served by `pending_window`, for tests that bound what a pass reads."""
 
     def create(self, job: Job) -> Job:
         stored = replace(job, version=1)
         with self._lock:
+            self._pools.update(job.demand)
             existing = self._items.get(job.name)
             if existing is not None:
                 if existing["job_id"]["S"] == job.job_id:
@@ -88,7 +104,7 @@ class InMemoryJobStore:
                 earlier = from_item(existing)
                 stored = replace(stored, earlier_job_ids=(earlier.job_id, *earlier.earlier_job_ids)[:MAX_EARLIER_JOBS])
                 self._items[archive_key(job.name, earlier.job_id)] = archived(existing)
-            self._items[job.name] = to_item(stored, ttl_days=self._ttl_days)
+            self._write(job.name, to_item(stored, ttl_days=self._ttl_days))
         return stored
 
     def get(self, name: str, *, job_id: str | None = None) -> Job | None:
@@ -111,14 +127,57 @@ class InMemoryJobStore:
                 or existing["job_id"]["S"] != job.job_id
             ):
                 raise VersionConflict(job.name)
-            self._items[job.name] = to_item(job, ttl_days=self._ttl_days)
+            self._write(job.name, to_item(job, ttl_days=self._ttl_days))
         return job
 
-    def active_jobs(self) -> list[Job]:
-        return [from_item(item) for item in self._ordered(lambda item: JobState(item["state"]["S"]) in ACTIVE_STATES)]
+    def _write(self, name: str, item: Item) -> None:
+        self._items[name] = item
+        if self._index_lag:
+            self._earlier.append(dict(self._items))
 
-    def pending_in_pool(self, pool: str) -> list[Job]:
-        return [from_item(item) for item in self._ordered(lambda item: item.get("pending_pool") == {"S": pool})]
+    def in_use(self) -> InUse:
+        with self._lock:
+            live = [item for item in self._items.values() if "order_key" in item and item["state"]["S"] in LIVE_STATES]
+            outside = {
+                pool: total
+                for pool, entries in self._outside.items()
+                if (total := sum(int(entry.rpartition("=")[2]) for entry in entries))
+            }
+            pools = frozenset(self._pools)
+        live.sort(key=lambda item: item["order_key"]["S"])
+        return InUse(live=[from_item(item) for item in live], outside=outside, pools=pools)
+
+    def pending_window(self, pool: str, limit: int) -> list[Job]:
+        projected = pending_index_attributes()
+        items = self._indexed(lambda item: item.get("pending_pool") == {"S": pool})[: max(limit, 0)]
+        with self._lock:
+            self.window_reads += len(items)
+        return [from_item({key: value for key, value in item.items() if key in projected}) for item in items]
+
+    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+        return len(
+            self._indexed(
+                lambda item: item.get("pending_pool") == {"S": pool}
+                and (after is None or item["order_key"]["S"] > after)
+                and (before is None or item["order_key"]["S"] < before)
+            )
+        )
+
+    def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
+        with self._lock:
+            if holding:
+                self._pools.update(demand)
+            for pool, count in demand.items():
+                entries = self._outside.setdefault(pool, set())
+                (entries.add if holding else entries.discard)(f"{training_job_name}={count}")
+
+    def replace_outside(self, jobs: Mapping[str, Mapping[str, int]]) -> None:
+        with self._lock:
+            self._outside = {}
+            for name, demand in jobs.items():
+                self._pools.update(demand)
+                for pool, count in demand.items():
+                    self._outside.setdefault(pool, set()).add(f"{name}={count}")
 
     def list_jobs(
         self,
@@ -142,7 +201,7 @@ class InMemoryJobStore:
                 and item["order_key"]["S"] > after
             )
 
-        candidates = self._ordered(matches)
+        candidates = self._indexed(matches)
         page = candidates[:limit]
         token = encode_page_token(page[-1]["order_key"]["S"]) if len(candidates) > limit else None
         return JobPage(jobs=[from_item(item) for item in page], next_token=token)
@@ -159,9 +218,11 @@ class InMemoryJobStore:
             item = self._items.get(name)
             return None if item is None else {key: dict(value) for key, value in item.items()}
 
-    def _ordered(self, keep: Callable[[Item], bool]) -> list[Item]:
+    def _indexed(self, keep: Callable[[Item], bool]) -> list[Item]:
+        """An index read: the items `index_lag` writes ago that `keep` accepts, in scheduling order."""
         with self._lock:
-            items = [item for item in self._items.values() if "order_key" in item and keep(item)]
+            seen = self._earlier[0] if self._index_lag and self._earlier else self._items
+            items = [item for item in seen.values() if "order_key" in item and keep(item)]
         return sorted(items, key=lambda item: item["order_key"]["S"])
 
 
@@ -216,7 +277,7 @@ class FakeTrainingService:
       a read timeout does, after creating the training job or not, for `times` calls.
     - A start of a name that already exists is a no-op, as ResourceInUse makes it for the adapter.
     - `describe` answers from `jobs`; like DescribeTrainingJob it carries no tags.
-    - `external` is what `external_usage` reports (filtered to the pools asked about).
+    - `external` (pool → instances) is what `outside_in_progress` lists, one training job per pool.
     - `in_progress_since` answers from `jobs` by their `created` time, tags included.
     - `stop_immediately` makes a stop end the job as Stopped at once instead of leaving it Stopping.
     """
@@ -292,8 +353,8 @@ class FakeTrainingService:
                 secondary_status_transitions=tuple(dict(transition) for transition in job.transitions),
             )
 
-    def external_usage(self, pools: Collection[str], queue_attempts: Collection[str]) -> dict[str, int]:
-        return {pool: count for pool, count in self.external.items() if pool in pools and count}
+    def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:
+        return {f"outside-{pool}": {pool: count} for pool, count in self.external.items() if count}
 
     def in_progress_since(self, created_after: datetime) -> list[dict[str, Any]]:
         with self._lock:

@@ -36,6 +36,7 @@ CONTRACT_VARIABLES = {
     "SMQ_POLICY_PARAMETER",
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_TRACE_DISABLED",
 }
 
 SAMPLE = """\
@@ -247,7 +248,7 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
     template = load_template(TEMPLATE_PATH)
     environment = function_environment(template, function, resolver([]), parameter_overrides=REQUIRED_PARAMETERS)
     own = {
-        "ApiFunction": {"SMQ_SCHEDULER_FUNCTION", "SMQ_ACCESS_RULES_PARAMETER"},
+        "ApiFunction": {"SMQ_SCHEDULER_QUEUE_URL", "SMQ_ACCESS_RULES_PARAMETER"},
         "SchedulerFunction": {
             "SMQ_STUCK_AFTER_SECONDS",
             "SMQ_MAX_START_REFUSALS",
@@ -271,6 +272,9 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
         "30",
     )
     assert (environment["SMQ_ADMIN_PRINCIPALS"], environment["POWERTOOLS_SERVICE_NAME"]) == ("", "smq")
+    assert environment["POWERTOOLS_TRACE_DISABLED"] == "true"  # Tracing: Disabled by default
+    if function == "ApiFunction":
+        assert environment["SMQ_SCHEDULER_QUEUE_URL"] == "physical-SchedulerQueue"
 
 
 def test_the_functions_subscribed_to_topics_come_from_their_sns_events() -> None:

@@ -129,6 +129,7 @@ ALARMS = {
         "AWS/Lambda", "Throttles", {"FunctionName": SCHEDULER}, "Sum", GE, 1, "notBreaching"
     ),
     "SchedulerDeadLetterAlarm": dead_letters("SchedulerDeadLetterQueue"),
+    "SchedulerQueueDeadLetterAlarm": dead_letters("SchedulerQueueDeadLetterQueue"),
     "EventDeliveryDeadLetterAlarm": dead_letters("EventDeliveryDeadLetterQueue"),
     "Api5xxAlarm": Watch(
         "AWS/ApiGateway", "5XXError", {"ApiName": "training-job-queue", "Stage": "prod"}, "Sum", GE, 1, "notBreaching"
@@ -181,8 +182,8 @@ def test_api_alarm_names_the_deployed_api_and_stage(translated: dict[str, Any]) 
 @pytest.mark.parametrize(
     ("logical_id", "period", "evaluation_periods", "datapoints"),
     [
-        # Reserved concurrency 1 throttles an event that meets a running pass; only 15 minutes of
-        # it means passes run back to back.
+        # A throttle now and then is an invocation that met the concurrency limit; 15 minutes of
+        # them mean the concurrency is short and batches wait.
         ("SchedulerThrottlesAlarm", 300, 3, 3),
         # Clients retry 503s: a lasting run of 5xx alarms, a single blip does not.
         ("Api5xxAlarm", 60, 5, 3),
@@ -308,6 +309,8 @@ def test_the_dashboard_names_the_deployed_resources(translated: dict[str, Any]) 
         ("Errors", "physical-SchedulerFunction"),
         ("Throttles", "physical-SchedulerFunction"),
         ("ApproximateNumberOfMessagesVisible", "physical-SchedulerDeadLetterQueue"),
+        ("ApproximateNumberOfMessagesVisible", "physical-SchedulerQueueDeadLetterQueue"),
+        ("ApproximateNumberOfMessagesVisible", "physical-SchedulerQueue"),
         ("ApproximateNumberOfMessagesVisible", "physical-EventDeliveryDeadLetterQueue"),
     }
 

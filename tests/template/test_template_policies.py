@@ -115,10 +115,13 @@ def test_sagemaker_actions_limited_to_training_jobs(translated: dict[str, Any]) 
 
 
 def test_api_function_never_touches_sagemaker_and_cannot_pass_roles(translated: dict[str, Any]) -> None:
-    """GET /pools reads what the last pass measured, so the API needs no SageMaker access at all."""
+    """GET /pools reads what the last pass measured, so the API needs no SageMaker access at all;
+    it asks for a pass with a message on the scheduler queue, and may do nothing else with SQS."""
     grants = granted(translated, function_role(translated, "ApiFunction"))
-    assert {action.split(":")[0] for action in grants} == {"dynamodb", "ssm", "lambda"}
-    assert grants["lambda:InvokeFunction"] == {resolve("SchedulerFunction", "Arn")}
+    assert {action.split(":")[0] for action in grants} == {"dynamodb", "ssm", "sqs"}
+    assert {action: arns for action, arns in grants.items() if action.startswith("sqs:")} == {
+        "sqs:SendMessage": {resolve("SchedulerQueue", "Arn")}
+    }
 
 
 @pytest.mark.parametrize("function", ["ApiFunction", "SchedulerFunction"])
@@ -137,9 +140,15 @@ def test_table_and_parameter_access_is_scoped(translated: dict[str, Any], functi
     assert ssm == {"ssm:GetParameter": {f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{name}" for name in parameters}}
 
 
-def test_scheduler_passes_never_overlap_and_failures_land_in_a_queue(translated: dict[str, Any]) -> None:
+def test_scheduler_concurrency_admits_its_queue_and_schedule_and_failed_ticks_land_in_a_queue(
+    translated: dict[str, Any],
+) -> None:
+    """Passes never overlap whatever the concurrency (the pass lease); the reserved concurrency
+    leaves room for the queue's pollers and the reconciliation tick, so no batch is throttled."""
     scheduler = translated["Resources"]["SchedulerFunction"]["Properties"]
-    assert scheduler["ReservedConcurrentExecutions"] == 1
+    (mapping,) = resources(translated, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["FunctionName"] == {"Ref": "SchedulerFunction"}
+    assert scheduler["ReservedConcurrentExecutions"] >= mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"] + 1
     (config,) = resources(translated, "AWS::Lambda::EventInvokeConfig").values()
     assert config["Properties"]["FunctionName"] == {"Ref": "SchedulerFunction"}
     on_failure = config["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]
@@ -150,10 +159,12 @@ def test_scheduler_passes_never_overlap_and_failures_land_in_a_queue(translated:
 
 
 def scheduler_rules(translated: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The rules that feed the scheduler: straight to the function, or through its queue."""
+    feeds = ({"Fn::GetAtt": ["SchedulerFunction", "Arn"]}, {"Fn::GetAtt": ["SchedulerQueue", "Arn"]})
     rules = {}
     for logical_id, rule in resources(translated, "AWS::Events::Rule").items():
         (target,) = rule["Properties"]["Targets"]
-        assert target["Arn"] == {"Fn::GetAtt": ["SchedulerFunction", "Arn"]}
+        assert target["Arn"] in feeds, logical_id
         rules[logical_id] = rule["Properties"]
     return rules
 

@@ -3,7 +3,14 @@ table from the same resource, so this is the one place the shape is pinned)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+from smq_lambda.adapters.item_codec import from_item, to_item
+from smq_lambda.domain.model import Attempt
+
+from tests.adapters.builders import T0, job
+from tests.support.aws import pending_index_attributes
 
 
 def index(properties: dict[str, Any], name: str) -> dict[str, Any]:
@@ -35,7 +42,27 @@ def test_pending_index_returns_a_pools_pending_jobs_in_scheduling_order(template
         {"AttributeName": "pending_pool", "KeyType": "HASH"},
         {"AttributeName": "order_key", "KeyType": "RANGE"},
     ]
-    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+    projected = set(gsi["Projection"]["NonKeyAttributes"])
+    assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
+    assert {"request", "history"}.isdisjoint(projected), "a pass reads windows of it: no request, no history"
+
+
+def test_a_job_decoded_from_the_pending_index_has_what_a_scheduling_decision_reads() -> None:
+    """Every attribute the codec reads of a pending job is projected, except the request and the
+    history, which the scheduler reads by key before it writes."""
+    pending = replace(
+        job("summary", priority=3, groups=[("ml.p5.48xlarge", 2), ("ml.g5.xlarge", 1)]),
+        reason="waiting",
+        not_before=T0,
+        updated_at=T0,
+        attempts=(Attempt(1, "x-1", T0, T0, "refused", "throttled"),),
+        earlier_attempts=2,
+    )
+    item = to_item(pending, ttl_days=7)
+    summary = from_item({key: value for key, value in item.items() if key in pending_index_attributes()})
+
+    assert summary == pending, "Job equality ignores the request"
+    assert summary.request == {}
 
 
 def test_state_index_lists_a_states_jobs_in_order(template: dict[str, Any]) -> None:

@@ -1,16 +1,17 @@
 """Delivers events to one function's handler the way Lambda's asynchronous invocations would, on
-one machine: EventBridge events (the local SageMaker service's, the reconciliation schedule),
-Lambda's `Invoke` call and SNS notifications.
+one machine: the reconciliation schedule's events, Lambda's `Invoke` call and SNS notifications.
+(SageMaker state changes and the API's kicks go through the scheduler's SQS queue instead:
+event_bus.py and sqs_event_source.py.)
 
-One worker thread calls the handler, so the function never runs twice at once (the scheduler's
-reserved concurrency of 1). Delivery is at least once: a handler that raises gets the event again
-after a short delay, like Lambda's asynchronous retries. It serves Lambda's `Invoke` call, so the
-API handler's asynchronous kick (boto3 `lambda.invoke(InvocationType="Event")`) reaches the
-scheduler through `AWS_ENDPOINT_URL_LAMBDA` without knowing it is local; and it is an HTTP endpoint
-an SNS topic (moto's) can be subscribed to, whose notifications it hands to the handler as the SNS
-event Lambda gives a subscribed function.
+One worker thread calls the handler, so the function never runs twice at once from here. Delivery is
+at least once: a handler that raises gets the event again after a short delay, like Lambda's
+asynchronous retries. It serves Lambda's `Invoke` call (boto3 `lambda.invoke(InvocationType="Event")`
+through `AWS_ENDPOINT_URL_LAMBDA`), and it is an HTTP endpoint an SNS topic (moto's) can be
+subscribed to, whose notifications it hands to the handler as the SNS event Lambda gives a
+subscribed function.
 
-For tests it can misbehave on purpose (`Chaos`): duplicate, delay, reorder or drop events.
+For tests it can misbehave on purpose (`Chaos`, also used by event_bus.py): duplicate, delay,
+reorder or drop events.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class EventRouter:
     def publish(self, event: dict[str, Any]) -> None:
         """Accept an event (from the local SageMaker service or an async invoke)."""
         if self._random.random() < self._chaos.drop:
-            log.info("chaos: dropped %s", _describe(event))
+            log.info("chaos: dropped %s", describe(event))
             return
         copies = 2 if self._random.random() < self._chaos.duplicate else 1
         for _ in range(copies):
@@ -180,7 +181,7 @@ class EventRouter:
             try:
                 self._handler(event, LambdaContext.for_function(self._function_name))
             except Exception:
-                log.exception("scheduler failed on %s (attempt %d)", _describe(event), attempt)
+                log.exception("scheduler failed on %s (attempt %d)", describe(event), attempt)
                 if attempt < MAX_ATTEMPTS:
                     self._enqueue(event, RETRY_DELAY_SECONDS, attempt + 1)
 
@@ -244,7 +245,7 @@ class EventRouter:
         return InvokeHandler
 
 
-def _describe(event: dict[str, Any]) -> str:
+def describe(event: dict[str, Any]) -> str:
     if isinstance(event.get("Records"), list):
         return f"SNS notification from {event['Records'][0]['Sns']['TopicArn']}"
     detail = event.get("detail") if isinstance(event.get("detail"), dict) else {}

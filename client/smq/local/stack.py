@@ -1,10 +1,16 @@
-"""The whole smq stack on one machine: moto, the local SageMaker service, the API front, the event
-routers, the alarm evaluator, and the same handler code that runs in Lambda.
+"""The whole smq stack on one machine: moto, the local SageMaker service, the API front, the local
+EventBridge, the queues' event sources, the event routers, the alarm evaluator, and the same handler
+code that runs in Lambda.
 
 Resources come from template.yaml (the table, the SSM parameters, the SNS topics and the functions
-subscribed to them), so the template stays the single source of truth. The handlers find the
-emulators only through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know they
-are local.
+subscribed to them, the SQS queues, the rules that put events on them and the functions that consume
+them), so the template stays the single source of truth. The handlers find the emulators only
+through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know they are local.
+
+    local SageMaker ─ event ─> EventBus (the template's rule) ─┐
+    API handler ─ kick: boto3 sqs.send_message ───────────────┴─> moto SQS: SchedulerQueue
+        ─> SqsEventSource (batches) ─┐
+    EventRouter (reconcile ticks) ───┴─> scheduler handler, one invocation at a time
 """
 
 from __future__ import annotations
@@ -30,13 +36,20 @@ from smq.errors import JobNotFound
 from smq.local.alarm_evaluator import AlarmEvaluator
 from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
+from smq.local.event_bus import EventBus
 from smq.local.event_router import SNS_PATH, Chaos, EventRouter, Handler
 from smq.local.sagemaker import LocalSageMaker, PhaseTimings
+from smq.local.sqs_event_source import SqsEventSource
 from smq.local.template import (
+    QueueEventSource,
     evaluate,
+    event_rule_queues,
     function_environment,
     load_template,
     sns_subscriptions,
+    sqs_event_sources,
+    sqs_queue_attributes,
+    sqs_queues,
     ssm_parameters,
     table_definition,
 )
@@ -53,6 +66,8 @@ POLICY_PARAMETER = "PolicyParameter"
 """The template's logical id of the governance policy parameter (`--policy` overwrites its value)."""
 IDLE_STOP_FUNCTION = "IdleStopFunction"
 """The template's logical id of the function that acts on the idle alarms the evaluator evaluates."""
+SCHEDULER_FUNCTION_ID = "SchedulerFunction"
+"""The template's logical id of the scheduler (the reconciliation schedule invokes it)."""
 MOTO_SERVICES = {
     "dynamodb": "DYNAMODB",
     "s3": "S3",
@@ -85,6 +100,10 @@ class LocalStackOptions:
     backfill: bool = False
     reconcile_every_seconds: float | None = 30.0
     chaos: Chaos | None = None
+    """Misdelivery of the SageMaker state changes on their way to the scheduler queue."""
+    queue_visibility_timeout_seconds: int = 2
+    """The visibility timeout of the queues a function consumes, in place of the template's (18
+    minutes for the scheduler queue): a message the function failed is received again this soon."""
     admin_principals: tuple[str, ...] = ()
     template: Path = TEMPLATE
     verbose: bool = False
@@ -111,8 +130,16 @@ class LocalStack:
         self._moto: ThreadedMotoServer | None = None
         self._sagemaker: LocalSageMaker | None = None
         self._router: EventRouter | None = None
+        """Invokes the scheduler with the reconciliation schedule's events."""
         self._subscribers: list[EventRouter] = []
         """One router per function the template subscribes to an SNS topic."""
+        self._bus: EventBus | None = None
+        self._event_sources: list[SqsEventSource] = []
+        """One poller per queue a function of the template consumes."""
+        self._queues: dict[str, tuple[str, str, str]] = {}
+        """The template's SQS queues (logical id) and their URL, ARN and name in moto."""
+        self._function_locks: dict[str, threading.Lock] = {}
+        """One per function: its event sources and routers never run it twice at once."""
         self._alarms: AlarmEvaluator | None = None
         self._api: ApiFront | None = None
         self._saved_environ: dict[str, str | None] = {}
@@ -138,15 +165,12 @@ class LocalStack:
         self._quiet_libraries()
         try:
             self._start_moto()
-            self._router = EventRouter(
-                self._scheduler_handler,
-                function_name=SCHEDULER_FUNCTION,
-                reconcile_every_seconds=self.options.reconcile_every_seconds,
-                chaos=self.options.chaos,
-            )
+            self._provision()
+            self._bus = EventBus(lambda: self.boto3_client("sqs"), self._event_routes(), chaos=self.options.chaos)
+            self._bus.start()
             self._sagemaker = LocalSageMaker(
                 workdir=self.workdir,
-                on_event=self._router.publish,
+                on_event=self._bus.publish,
                 stop_grace_seconds=self.options.stop_grace_seconds,
                 executor=self.options.executor,
                 aws_env=self.aws_env,
@@ -156,13 +180,17 @@ class LocalStack:
             )
             self._sagemaker.start()
             self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
-            self.aws_env["AWS_ENDPOINT_URL_LAMBDA"] = self._router.url
-            self._provision()
             self._subscribe_functions()
             self._enter_function_environment()
             self._api = ApiFront(self._api_handler, port=self.options.api_port)
             self._api.start()
+            self._router = EventRouter(
+                self._function_handler(SCHEDULER_FUNCTION_ID),
+                function_name=SCHEDULER_FUNCTION,
+                reconcile_every_seconds=self.options.reconcile_every_seconds,
+            )
             self._router.start()
+            self._start_event_sources()
             for subscriber in self._subscribers:
                 subscriber.start()
             self._alarms = AlarmEvaluator(
@@ -180,12 +208,17 @@ class LocalStack:
             raise
 
     def stop(self) -> None:
-        """Stop every job process, then the alarm evaluator (which notifies the routers), then every
-        server; restore the environment."""
+        """Stop every job process, then the alarm evaluator (which notifies the routers), then the
+        local EventBridge, the queues' pollers, the routers and every server (each thread joined);
+        restore the environment."""
         if self._sagemaker is not None:
             self._sagemaker.shutdown()
         if self._alarms is not None:
             self._alarms.shutdown()
+        if self._bus is not None:
+            self._bus.shutdown()
+        for source in self._event_sources:
+            source.shutdown()
         for router in [self._router, *self._subscribers]:
             if router is not None:
                 router.shutdown()
@@ -193,8 +226,10 @@ class LocalStack:
             self._api.shutdown()
         if self._moto is not None:
             self._moto.stop()
-        self._sagemaker = self._router = self._alarms = self._api = self._moto = None
+        self._sagemaker = self._router = self._alarms = self._api = self._moto = self._bus = None
         self._subscribers = []
+        self._event_sources = []
+        self._queues = {}
         self._leave_function_environment()
         (self.workdir / STATE_FILE).unlink(missing_ok=True)
         if self._holds_process:
@@ -311,8 +346,73 @@ class LocalStack:
         for logical_id, resource in (template.get("Resources") or {}).items():
             if resource.get("Type") == "AWS::SNS::Topic":
                 self._topics[logical_id] = sns.create_topic(Name=f"smq-{logical_id}")["TopicArn"]
+        self._create_queues()
         self.boto3_client("s3").create_bucket(Bucket=BUCKET)
-        self._template = template
+
+    def _create_queues(self) -> None:
+        """The template's queues, each dead-letter queue first (a RedrivePolicy names its ARN); a
+        queue a function consumes gets the local visibility timeout."""
+        sqs = self.boto3_client("sqs")
+        consumed = {source.queue for source in self._event_source_definitions()}
+        for logical_id in sqs_queues(self._template):
+            attributes = sqs_queue_attributes(
+                self._template,
+                logical_id,
+                self._resolve,
+                parameter_overrides=self._parameter_overrides(),
+                pseudo_parameters=self._pseudo(),
+            )
+            if logical_id in consumed:
+                attributes["VisibilityTimeout"] = str(self.options.queue_visibility_timeout_seconds)
+            name = f"smq-{logical_id}"
+            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self._queues[logical_id] = (url, arn, name)
+
+    def _event_source_definitions(self) -> list[QueueEventSource]:
+        return sqs_event_sources(
+            self._template, parameter_overrides=self._parameter_overrides(), pseudo_parameters=self._pseudo()
+        )
+
+    def _event_routes(self) -> list[tuple[dict[str, Any], str]]:
+        """Where the template's rules put the local SageMaker service's events: (pattern, queue URL)."""
+        return [(pattern, self.queue_url(queue)) for pattern, queue in event_rule_queues(self._template)]
+
+    def _start_event_sources(self) -> None:
+        """One poller per event source mapping from a queue to a function, as Lambda's."""
+        for source in self._event_source_definitions():
+            url, arn, _ = self._queues[source.queue]
+            function_name = SCHEDULER_FUNCTION if source.function == SCHEDULER_FUNCTION_ID else f"smq-{source.function}"
+            poller = SqsEventSource(
+                lambda: self.boto3_client("sqs"),
+                url,
+                arn,
+                self._function_handler(source.function),
+                function_name=function_name,
+                batch_size=source.batch_size,
+                batching_window_seconds=source.batching_window_seconds,
+                visibility_timeout_seconds=self.options.queue_visibility_timeout_seconds,
+                region=REGION,
+            )
+            self._event_sources.append(poller)
+            poller.start()
+
+    def _function_handler(self, function: str) -> Handler:
+        """The Handler the template names for `function`, never run twice at once: everything that
+        invokes one function (its queue's poller, a router) takes the same lock."""
+        handler = (self._template["Resources"][function].get("Properties") or {})["Handler"]
+        invoke = _template_handler(str(handler))
+        lock = self._function_locks.setdefault(function, threading.Lock())
+
+        def serialized(event: dict[str, Any], context: Any) -> Any:
+            with lock:
+                return invoke(event, context)
+
+        return serialized
+
+    def queue_url(self, logical_id: str) -> str:
+        """The URL of one of the template's SQS queues in the local SQS (moto)."""
+        return self._queues[logical_id][0]
 
     def _subscribe_functions(self) -> None:
         """Subscribe each function the template subscribes to an SNS topic, through a router of its
@@ -373,6 +473,9 @@ class LocalStack:
         resource = (self._template.get("Resources") or {}).get(logical_id) or {}
         if resource.get("Type") == "AWS::SNS::Topic" and attribute in (None, "TopicArn"):
             return self.topic_arn(logical_id)
+        if resource.get("Type") == "AWS::SQS::Queue" and logical_id in self._queues:
+            url, arn, name = self._queues[logical_id]
+            return {None: url, "QueueUrl": url, "Arn": arn, "QueueName": name}[attribute]
         if logical_id in names:
             name = names[logical_id]
             if attribute == "Arn":
@@ -427,19 +530,18 @@ class LocalStack:
             logging.getLogger(name).setLevel(level)
 
     @staticmethod
-    def _scheduler_handler(event: dict[str, Any], context: Any) -> Any:
-        from smq_lambda.handlers import scheduler
-
-        return scheduler.handler(event, context)
-
-    @staticmethod
     def _api_handler(event: dict[str, Any], context: Any) -> Any:
         from smq_lambda.handlers import api
 
         return api.handler(event, context)
 
     def _write_state_file(self) -> None:
-        state = {"api_url": self.api_url, "sagemaker_url": self.sagemaker_url, "env": self.client_env, "pid": os.getpid()}
+        state = {
+            "api_url": self.api_url,
+            "sagemaker_url": self.sagemaker_url,
+            "env": self.client_env,
+            "pid": os.getpid(),
+        }
         (self.workdir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
-from smq_lambda.ports import PoolUsage, PoolUsageReport
+from smq_lambda.ports import PoolMeasure, PoolUsageReport
 
 USAGE_KEY = {"name": {"S": "#pool-usage"}}
 """Job names cannot contain '#', so the report can never collide with a job. It carries none of the
@@ -61,23 +61,21 @@ def _to_item(report: PoolUsageReport) -> dict[str, Any]:
     }
 
 
-def _pool_to_item(pool: PoolUsage) -> dict[str, Any]:
+def _pool_to_item(pool: PoolMeasure) -> dict[str, Any]:
     capacity = {"NULL": True} if pool.capacity is None else {"N": str(pool.capacity)}
-    return {
-        "pool": {"S": pool.pool},
-        "capacity": capacity,
-        "in_use": {"N": str(pool.in_use)},
-        "pending": {"N": str(pool.pending)},
-    }
+    item = {"pool": {"S": pool.pool}, "capacity": capacity, "in_use": {"N": str(pool.in_use)}}
+    if pool.head is not None:
+        item["head"] = {"S": pool.head}
+    return item
 
 
 def _from_item(item: dict[str, Any]) -> PoolUsageReport:
     pools = tuple(
-        PoolUsage(
+        PoolMeasure(
             pool=entry["M"]["pool"]["S"],
             capacity=None if "NULL" in entry["M"]["capacity"] else int(entry["M"]["capacity"]["N"]),
             in_use=int(entry["M"]["in_use"]["N"]),
-            pending=int(entry["M"]["pending"]["N"]),
+            head=entry["M"]["head"]["S"] if "head" in entry["M"] else None,
         )
         for entry in item["pools"]["L"]
     )

@@ -1,9 +1,27 @@
 """The JobStore port on the DynamoDB queue table (a low-level boto3 `dynamodb` client).
 
-Every write is conditional (a PutItem with a condition, or a TransactWriteItems whose put is); a
-failed condition becomes a typed error (JobConflict, VersionConflict) raised from the ClientError.
-Every read of many jobs is a paginated Query of one of the two indexes (see item_codec for the item
-layout); nothing scans the table.
+What a scheduling pass reads is bounded by capacity, not by the depth of the queue:
+
+* **Live jobs are read by key, never through an index.** Each pool has a usage item
+  (`#pool#<instance type>`) whose `live` string set names the live jobs holding its instances. A
+  save changes the job and its pools' `live` sets in one TransactWriteItems, so at every committed
+  moment a job is live exactly when its pools name it, and `in_use` reads the sets and then the
+  jobs with strongly consistent reads. Only a pass makes a job live (passes are serialized by the
+  lease), so while a pass reads, jobs can only leave the sets: what it counts as held is never less
+  than what is held. (The by-state index, eventually consistent, could show a job that has just
+  started as still pending, and a pass reading it would count that job's instances as free.)
+* **Pending jobs are read a window at a time**: the first few of a pool from the sparse pending
+  index, which projects what a decision needs and not the request. Positions are Select=COUNT
+  Queries of the same index, made when someone asks.
+* **Training jobs outside the queue** are kept in the pool items (`outside`, elements
+  `<training job>=<instances>`) from their state-change events, and replaced by what SageMaker lists
+  during reconciliation.
+* The registry item `#pools` names every pool a job was submitted to or an outside job used, so a
+  pass knows which usage items exist without a scan.
+
+Every write is conditional (a PutItem with a condition, or a TransactWriteItems whose job update
+is); a failed condition becomes a typed error (JobConflict, VersionConflict) raised from the
+ClientError. Nothing scans the table.
 
     by-state         partition state         sort order_key   all jobs of one state, in order
     pending-by-pool  partition pending_pool  sort order_key   pending jobs of one pool, in order
@@ -18,10 +36,13 @@ conflicts. Any other error is a defect and propagates as it is.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
+import json
 import re
 import time
+import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -30,6 +51,8 @@ from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import SERVICE, error_code, unavailable_as_typed
 from smq_lambda.adapters.item_codec import (
+    IMMUTABLE_ATTRIBUTES,
+    OPTIONAL_ATTRIBUTES,
     Item,
     archive_key,
     archived,
@@ -39,21 +62,11 @@ from smq_lambda.adapters.item_codec import (
     to_item,
 )
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
-from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
-from smq_lambda.ports import JobPage
+from smq_lambda.ports import InUse, JobPage
 
 STATE_INDEX = "by-state"
-ACTIVE_QUERY_ORDER = (
-    JobState.STARTING,
-    JobState.RUNNING,
-    JobState.PREEMPTING,
-    JobState.STOPPING,
-    JobState.PENDING,
-)
-"""The order `active_jobs` reads the states in: each change made outside a pass goes to a later one
-(starting → running, preempting or stopping; running → preempting or stopping; preempting →
-stopping or pending)."""
 PENDING_INDEX = "pending-by-pool"
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
@@ -61,6 +74,16 @@ CONDITION_FAILED_REASON = "ConditionalCheckFailed"
 BATCH_GET_MAX = 100
 BATCH_GET_ROUNDS = 8
 """BatchGetItem may leave keys unprocessed under load; retry them this many times with backoff."""
+REMEMBERED_REQUESTS = 10_000
+"""Request digests kept for saves (a few hundred bytes each); forgetting them costs only bytes."""
+SAVE_ROUNDS = 3
+"""A save whose transaction met another on the same pool item (TransactionConflict) changed
+nothing; it is tried again this many times before it is reported as ServiceUnavailable."""
+POOLS_KEY = "#pools"
+POOL_KEY_PREFIX = "#pool#"
+"""Job names never contain '#', so neither key can be a job's; they carry no indexed attribute, so
+they are in no index, and no TTL."""
+OUTSIDE_SEPARATOR = "="
 CREATE_ROUNDS = 3
 """Submissions racing for a finished job's name: each round re-reads the name; one wins, the others
 then see the winner's unfinished job (JobConflict)."""
@@ -82,6 +105,9 @@ _NAMES = {
     "#job_id": "job_id",
     "#order_key": "order_key",
     "#pending_pool": "pending_pool",
+    "#live": "live",
+    "#outside": "outside",
+    "#pools": "pools",
 }
 """Placeholders for every attribute an expression names: several are DynamoDB reserved words."""
 
@@ -139,6 +165,9 @@ class DynamoJobStore:
         self._client = client
         self._ttl_days = ttl_days
         self._page_size = page_size
+        self._requests_read: dict[tuple[str, str, int], str] = {}
+        """The request of each job version this store read or wrote (its digest), so a save sends the
+        request only when it changed (a spot fallback rewrites it) or is not known to be stored."""
 
     # ------------------------------------------------------------------ writes
 
@@ -153,6 +182,8 @@ class DynamoJobStore:
                                reads the name again
         this very job ───────▶ returned as stored (a retried request whose first try landed)
         """
+        self._register_pools(job.demand)
+        self._remember_request(job.name, job.job_id, 1, request_digest(job.request))
         for _ in range(CREATE_ROUNDS):
             taken = self._put_new(job)
             if taken is None:
@@ -219,28 +250,160 @@ class DynamoJobStore:
         return stored
 
     def save(self, job: Job, *, expected_version: int) -> Job:
-        """Put `job` if the stored item is still version `expected_version` of the same submission.
+        """Update `job` if the stored item is still version `expected_version` of the same submission.
 
         The job id is part of the condition because versions restart at 1 when a finished job's name
         is reused: without it, a writer holding the old job at version 1 could overwrite the new one.
+        An UpdateItem of the attributes that change (never the request). A job that has ever had
+        an attempt may be entering or leaving the live states, so its pools' `live` sets are
+        updated in the same transaction (adding a member twice or removing an absent one changes
+        nothing, so the old state need not be known); a job that never had one was never live.
         """
         if job.version != expected_version + 1:
             raise ValueError(f"job {job.name!r} must be saved as version {expected_version + 1}, not {job.version}")
-        condition = "#version = :expected AND #job_id = :job_id"
+        if not job.request:
+            raise ValueError(f"job {job.name!r} is a summary of the pending index (no request): read it by key first")
+        digest = request_digest(job.request)
+        known = self._requests_read.get((job.name, job.job_id, expected_version))
+        update = self._job_update(job, expected_version, with_request=known != digest)
+        if not job.attempts:
+            self._update_job(update, job.name)
+        else:
+            self._transact([{"Update": update}, *self._live_updates(job)], job.name)
+        self._remember_request(job.name, job.job_id, job.version, digest)
+        return job
+
+    def _live_updates(self, job: Job) -> list[dict[str, Any]]:
+        """The job's name added to (live) or removed from (otherwise) each of its pools' `live` sets."""
+        operation = "ADD" if job.state in LIVE_STATES else "DELETE"
+        members = {":member": {"SS": [job.name]}}
+        return [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": {"name": {"S": pool_key(pool)}},
+                    "UpdateExpression": f"{operation} #live :member",
+                    "ExpressionAttributeNames": {"#live": "live"},
+                    "ExpressionAttributeValues": members,
+                }
+            }
+            for pool in job.demand
+        ]
+
+    def _remember_request(self, name: str, job_id: str, version: int, digest: str) -> None:
+        if len(self._requests_read) >= REMEMBERED_REQUESTS:
+            self._requests_read.clear()
+        self._requests_read[(name, job_id, version)] = digest
+
+    def _job_update(self, job: Job, expected_version: int, *, with_request: bool) -> dict[str, Any]:
+        """The UpdateItem request that turns the stored item into `job`'s, if still at `expected_version`."""
+        item = to_item(job, ttl_days=self._ttl_days)
+        if not with_request:
+            del item["request"]
+        names = {"#version": "version", "#job_id": "job_id"}
+        values: dict[str, Any] = {":expected": {"N": str(expected_version)}, ":job_id": {"S": job.job_id}}
+        sets = []
+        for index, (attribute, value) in enumerate(sorted(item.items())):
+            if attribute in IMMUTABLE_ATTRIBUTES:
+                continue
+            names[f"#a{index}"] = attribute
+            values[f":a{index}"] = value
+            sets.append(f"#a{index} = :a{index}")
+        removes = []
+        for index, attribute in enumerate(OPTIONAL_ATTRIBUTES):
+            if attribute not in item:
+                names[f"#r{index}"] = attribute
+                removes.append(f"#r{index}")
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        return {
+            "TableName": self._table,
+            "Key": {"name": {"S": job.name}},
+            "UpdateExpression": expression,
+            "ConditionExpression": "#version = :expected AND #job_id = :job_id",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def _update_job(self, update: Mapping[str, Any], name: str) -> None:
         try:
             with unavailable_as_typed(_transaction_busy):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(job, ttl_days=self._ttl_days),
-                    ConditionExpression=condition,
-                    ExpressionAttributeNames=_names(condition),
-                    ExpressionAttributeValues={":expected": {"N": str(expected_version)}, ":job_id": {"S": job.job_id}},
-                )
+                self._client.update_item(**update)
         except ClientError as exc:
             if _condition_failed(exc):
-                raise VersionConflict(job.name) from exc
+                raise VersionConflict(name) from exc
             raise
-        return job
+
+    def _transact(self, actions: list[dict[str, Any]], name: str) -> None:
+        """One transaction whose first action is the job's conditional update; a failed condition is
+        VersionConflict, and a conflict with another transaction or an unanswered call is tried
+        again a few times under the same client token, so a try whose answer was lost but which
+        landed succeeds again instead of failing its own condition (DynamoDB keeps the token ten
+        minutes)."""
+        token = uuid.uuid4().hex
+        for round_number in range(SAVE_ROUNDS):
+            try:
+                with unavailable_as_typed(_transaction_busy):
+                    self._client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
+                return
+            except ClientError as exc:
+                if error_code(exc) == TRANSACTION_CANCELED and _cancellation_codes(exc)[:1] == [
+                    CONDITION_FAILED_REASON
+                ]:
+                    raise VersionConflict(name) from exc
+                raise
+            except ServiceUnavailable:
+                if round_number == SAVE_ROUNDS - 1:
+                    raise
+                time.sleep(0.02 * 2**round_number)
+
+    def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
+        """Add (or remove) `<training job>=<instances>` in each pool's `outside` set."""
+        if holding:
+            self._register_pools(demand)
+        operation = "ADD" if holding else "DELETE"
+        for pool, count in demand.items():
+            with unavailable_as_typed(_transaction_busy):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key={"name": {"S": pool_key(pool)}},
+                    UpdateExpression=f"{operation} #outside :entry",
+                    ExpressionAttributeNames={"#outside": "outside"},
+                    ExpressionAttributeValues={":entry": {"SS": [outside_entry(training_job_name, count)]}},
+                )
+
+    def replace_outside(self, jobs: Mapping[str, Mapping[str, int]]) -> None:
+        """Set every known pool's `outside` set to what `jobs` holds there (removed when empty)."""
+        entries: dict[str, list[str]] = {}
+        for name, demand in jobs.items():
+            for pool, count in demand.items():
+                entries.setdefault(pool, []).append(outside_entry(name, count))
+        self._register_pools(dict.fromkeys(entries, 0))
+        for pool in sorted(self._registered_pools() | set(entries)):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "Key": {"name": {"S": pool_key(pool)}},
+                "ExpressionAttributeNames": {"#outside": "outside"},
+            }
+            if entries.get(pool):
+                request["UpdateExpression"] = "SET #outside = :entries"
+                request["ExpressionAttributeValues"] = {":entries": {"SS": sorted(entries[pool])}}
+            else:
+                request["UpdateExpression"] = "REMOVE #outside"
+            with unavailable_as_typed(_transaction_busy):
+                self._client.update_item(**request)
+
+    def _register_pools(self, demand: Mapping[str, int]) -> None:
+        """Name the pools in the registry (before any job or outside job of them is written)."""
+        if not demand:
+            return
+        with unavailable_as_typed(_transaction_busy):
+            self._client.update_item(
+                TableName=self._table,
+                Key={"name": {"S": POOLS_KEY}},
+                UpdateExpression="ADD #pools :pools",
+                ExpressionAttributeNames={"#pools": "pools"},
+                ExpressionAttributeValues={":pools": {"SS": sorted(demand)}},
+            )
 
     # ------------------------------------------------------------------ reads
 
@@ -251,7 +414,13 @@ class DynamoJobStore:
         item = self._get_item(name)
         if job_id is not None and (item is None or item["job_id"]["S"] != job_id):
             item = self._get_item(archive_key(name, job_id))
-        return None if item is None else from_item(item)
+        return None if item is None else self._read(item)
+
+    def _read(self, item: Item) -> Job:
+        """A whole item's job, its request remembered for the next save."""
+        job = from_item(item)
+        self._remember_request(item["name"]["S"], job.job_id, job.version, request_digest(job.request))
+        return job
 
     def _get_item(self, key: str) -> Mapping[str, Any] | None:
         with unavailable_as_typed(_transaction_busy):
@@ -259,39 +428,83 @@ class DynamoJobStore:
         item: Mapping[str, Any] | None = response.get("Item")
         return item
 
-    def active_jobs(self) -> list[Job]:
-        """Every pending and live job in scheduling order, each as the base table holds it now.
+    def in_use(self) -> InUse:
+        """The registry, the pools' usage items, then the live jobs they name: all by key, strongly
+        consistent (see the module docstring for why this count is exact)."""
+        pools = self._registered_pools()
+        live_names: set[str] = set()
+        outside: dict[str, int] = {}
+        for item in self._batch_get([pool_key(pool) for pool in sorted(pools)]):
+            pool = item["name"]["S"].removeprefix(POOL_KEY_PREFIX)
+            live_names.update(item.get("live", {}).get("SS", []))
+            held = sum(outside_count(entry) for entry in item.get("outside", {}).get("SS", []))
+            if held:
+                outside[pool] = held
+        items = [item for item in self._batch_get(sorted(live_names)) if item["state"]["S"] in LIVE_STATES]
+        live = [self._read(item) for item in sorted(items, key=_order_key_of)]
+        return InUse(live=live, outside=outside, pools=frozenset(pools))
 
-        Global secondary indexes are eventually consistent: an index entry can lag a write by a
-        moment, showing an old state or version. The scheduler writes every change conditionally
-        on the version it read here, so a stale version could only make its writes lose; but a
-        stale *state* would count capacity wrongly (a job that just started still looking
-        pending). So the indexes only say which names are active, and the items themselves are then
-        read with a strongly consistent BatchGetItem; jobs that have finished meanwhile drop out.
+    def _registered_pools(self) -> set[str]:
+        item = self._get_item(POOLS_KEY)
+        return set(item["pools"]["SS"]) if item is not None and "pools" in item else set()
 
-        The states are queried one after another, in ACTIVE_QUERY_ORDER: every state change made
-        outside a pass (a SageMaker event, an API cancel) moves a job to a state queried later, so
-        a job moving while this reads is listed under its old state or its new one (names are
-        de-duplicated), and the re-read gives its current state either way. (In alphabetical order
-        a job moving starting → running between the two queries was in neither answer, and its
-        instances counted as free.) A job just
-        submitted may be missing for a moment: it waits for the next pass, which its submission
-        triggers anyway. DynamoDB does not document the old and new index entries of one item as
-        changing together; should a live job ever be missing from both for an instant, that one
-        pass would count its instances as free, and the next pass (passes are serialized by the
-        lease) sees it again.
-        """
-        names: set[str] = set()
-        for state in ACTIVE_QUERY_ORDER:
-            for item in self._query(STATE_INDEX, "#state", str(state), projection="#name"):
-                names.add(item["name"]["S"])
-        items = [item for item in self._batch_get(sorted(names)) if item["state"]["S"] in ACTIVE_STATES]
-        return [from_item(item) for item in sorted(items, key=_order_key_of)]
+    def pending_window(self, pool: str, limit: int) -> list[Job]:
+        """At most `limit` items of one pool's pending partition, read in pages of at most `limit`."""
+        if limit < 1:
+            return []
+        page_size = min(limit, self._page_size or limit)
+        items = self._query(PENDING_INDEX, "#pending_pool", pool, page_size=page_size)
+        return [from_item(item) for item in itertools.islice(items, limit)]
 
-    def pending_in_pool(self, pool: str) -> list[Job]:
-        """One paginated Query of the sparse pending index (eventually consistent: for display,
-        such as queue positions; scheduling decisions use active_jobs)."""
-        return [from_item(item) for item in self._query(PENDING_INDEX, "#pending_pool", pool)]
+    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+        """Select=COUNT, page by page (a COUNT still reads the index items it counts, 1 MB a page)."""
+        if after is not None and before is not None and after >= before:
+            return 0
+        key_condition = "#pending_pool = :key"
+        values: dict[str, Any] = {":key": {"S": pool}}
+        if after is not None and before is not None:
+            key_condition += " AND #order_key BETWEEN :after AND :before"
+            values[":after"] = {"S": after}
+            values[":before"] = {"S": before}
+        elif after is not None:
+            key_condition += " AND #order_key > :after"
+            values[":after"] = {"S": after}
+        elif before is not None:
+            key_condition += " AND #order_key < :before"
+            values[":before"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": PENDING_INDEX,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeNames": _names(key_condition),
+            "ExpressionAttributeValues": values,
+            "Select": "COUNT",
+        }
+        total = 0
+        pages = iter(self._client.get_paginator("query").paginate(**request))
+        while True:
+            with unavailable_as_typed(_transaction_busy):
+                page = next(pages, None)
+            if page is None:
+                break
+            total += int(page.get("Count", 0))
+        if after is not None and before is not None:
+            total -= sum(1 for key in (after, before) if self._pending_key_exists(pool, key))
+        return max(total, 0)
+
+    def _pending_key_exists(self, pool: str, key: str) -> bool:
+        """BETWEEN includes its bounds: whether a pending job of `pool` has order key `key`."""
+        condition = "#pending_pool = :key AND #order_key = :order_key"
+        with unavailable_as_typed(_transaction_busy):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=PENDING_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=_names(condition),
+                ExpressionAttributeValues={":key": {"S": pool}, ":order_key": {"S": key}},
+                Select="COUNT",
+            )
+        return int(response.get("Count", 0)) > 0
 
     def list_jobs(
         self,
@@ -316,10 +529,7 @@ class DynamoJobStore:
         after = decode_page_token(next_token) if next_token else None
         streams: list[Iterable[Item]] = []
         for state in sorted({JobState(state) for state in states}):
-            if state is JobState.PENDING and pool is not None:
-                stream = self._query(PENDING_INDEX, "#pending_pool", pool, after=after, owner=owner)
-            else:
-                stream = self._query(STATE_INDEX, "#state", str(state), after=after, pool=pool, owner=owner)
+            stream = self._query(STATE_INDEX, "#state", str(state), after=after, pool=pool, owner=owner)
             streams.append(itertools.islice(stream, limit + 1))
         merged = list(itertools.islice(heapq.merge(*streams, key=_order_key_of), limit + 1))
         page = merged[:limit]
@@ -337,7 +547,7 @@ class DynamoJobStore:
         after: str | None = None,
         pool: str | None = None,
         owner: str | None = None,
-        projection: str | None = None,
+        page_size: int | None = None,
     ) -> Iterator[Item]:
         """Items of one index partition in order_key order, read page by page as they are consumed."""
         key_condition = f"{key_placeholder} = :key"
@@ -362,12 +572,10 @@ class DynamoJobStore:
         if filters:
             request["FilterExpression"] = " AND ".join(filters)
             expressions.append(request["FilterExpression"])
-        if projection is not None:
-            request["ProjectionExpression"] = projection
-            expressions.append(projection)
         request["ExpressionAttributeNames"] = _names(" ".join(expressions))
-        if self._page_size is not None:
-            request["PaginationConfig"] = {"PageSize": self._page_size}
+        page_size = page_size or self._page_size
+        if page_size is not None:
+            request["PaginationConfig"] = {"PageSize": page_size}
         pages = iter(self._client.get_paginator("query").paginate(**request))
         while True:
             with unavailable_as_typed(_transaction_busy):
@@ -398,3 +606,20 @@ class DynamoJobStore:
                     f"batch get left {len(keys)} keys unread after {BATCH_GET_ROUNDS} rounds",
                 )
         return items
+
+
+def pool_key(pool: str) -> str:
+    return f"{POOL_KEY_PREFIX}{pool}"
+
+
+def outside_entry(training_job_name: str, instances: int) -> str:
+    return f"{training_job_name}{OUTSIDE_SEPARATOR}{instances}"
+
+
+def outside_count(entry: str) -> int:
+    """The instances of an `outside` element (training job names never contain '=')."""
+    return int(entry.rpartition(OUTSIDE_SEPARATOR)[2])
+
+
+def request_digest(request: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

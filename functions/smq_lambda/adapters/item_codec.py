@@ -54,6 +54,22 @@ MAX_TEXT_CHARS = 1024
 """The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
 ARCHIVE_SEPARATOR = "#"
 _INDEX_ATTRIBUTES = ("order_key", "pending_pool")
+IMMUTABLE_ATTRIBUTES = frozenset({"name", "job_id", "submitted_at", "owner", "demand", "pool"})
+"""Set by `create` and never changed: a save updates every other attribute (the request, up to
+256 KB, only when it changed: see DynamoJobStore.save)."""
+OPTIONAL_ATTRIBUTES = (
+    "earlier_attempts",
+    "earlier_outcomes",
+    "history",
+    "earlier_job_ids",
+    "updated_at",
+    "reason",
+    "not_before",
+    "stop_outcome",
+    "pending_pool",
+    "expires_at",
+)
+"""Attributes an item has only when they have a value: a save removes the ones its job lacks."""
 
 
 def format_time(value: datetime) -> str:
@@ -127,7 +143,12 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
 
 
 def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
-    """The job an item holds, current or archived (an archived item's key carries its job id)."""
+    """The job an item holds, current or archived (an archived item's key carries its job id).
+
+    An item of the pending index holds only the attributes template.yaml projects into it: its job
+    has no request and no history. Such a summary is decided over, never written back (the
+    scheduler reads the whole item by key before it writes).
+    """
     return Job(
         name=item["name"]["S"].partition(ARCHIVE_SEPARATOR)[0],
         job_id=item["job_id"]["S"],
@@ -142,7 +163,7 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         not_before=_optional_time(item, "not_before"),
         start_failures=int(item["start_failures"]["N"]),
         updated_at=_optional_time(item, "updated_at"),
-        request=json.loads(item["request"]["S"]),
+        request=json.loads(item["request"]["S"]) if "request" in item else {},
         earlier_attempts=int(item.get("earlier_attempts", {"N": "0"})["N"]),
         earlier_outcomes={key: int(value["N"]) for key, value in item.get("earlier_outcomes", {"M": {}})["M"].items()},
         history=tuple(_change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),

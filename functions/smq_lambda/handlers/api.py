@@ -13,10 +13,9 @@ import binascii
 import json
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
@@ -28,16 +27,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyPersistenceLayerError,
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
-from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.adapters.lambda_trigger import LambdaSchedulerTrigger
-from smq_lambda.adapters.replay_store import ReplayStore
-from smq_lambda.adapters.ssm_access_rules import SsmAccessRules
-from smq_lambda.adapters.ssm_config import SsmConfigSource
-from smq_lambda.adapters.ssm_policy import SsmPolicySource
 from smq_lambda.domain.model import JOB_ID_PATTERN
 from smq_lambda.domain.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import (
@@ -52,13 +43,16 @@ from smq_lambda.errors import (
     ServiceUnavailable,
     VersionConflict,
 )
+from smq_lambda.handlers.tracing import traced
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
 from smq_lambda.settings import Settings
 from smq_lambda.views import error_view, job_view, page_view, pools_view
 
+if TYPE_CHECKING:
+    from smq_lambda.adapters.replay_store import ReplayStore
+
 logger = Logger(service="smq")
-tracer = Tracer(service="smq")
 NAMESPACE = "smq"
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES
@@ -236,28 +230,38 @@ def _submission(service: QueueService, store: BasePersistenceLayer | None) -> Ca
 
 def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
     """A Lambda entry point for the app `build_app` returns, with powertools logging (the job name
-    as a key) and tracing around it."""
+    as a key) and, when the template turns it on, tracing around it."""
 
-    @tracer.capture_lambda_handler
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
     def entry(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         REPLAY_CONFIG.register_lambda_context(context)
         return build_app().resolve(event, context)
 
-    return entry
+    return traced(entry)
 
 
 def service_from_settings(settings: Settings) -> QueueService:
     """The service over the real adapters; each finds its endpoint the standard boto3 way
-    (`AWS_ENDPOINT_URL_<SERVICE>` included)."""
-    if not settings.scheduler_function:
-        raise ConfigError("SMQ_SCHEDULER_FUNCTION is not set: the API could not ask for scheduling passes")
+    (`AWS_ENDPOINT_URL_<SERVICE>` included). The adapters are imported here, on the first request
+    of a cold start, not when the module is."""
+    import boto3
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+    from smq_lambda.adapters.sqs_trigger import SqsSchedulerTrigger
+    from smq_lambda.adapters.ssm_access_rules import SsmAccessRules
+    from smq_lambda.adapters.ssm_config import SsmConfigSource
+    from smq_lambda.adapters.ssm_policy import SsmPolicySource
+
+    if not settings.scheduler_queue_url:
+        raise ConfigError("SMQ_SCHEDULER_QUEUE_URL is not set: the API could not ask for scheduling passes")
     dynamodb = boto3.client("dynamodb")
     ssm = SSMProvider(boto3_client=boto3.client("ssm"))
     return QueueService(
         store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
         config=SsmConfigSource(settings, ssm),
-        trigger=LambdaSchedulerTrigger(settings.scheduler_function, boto3.client("lambda")),
+        trigger=SqsSchedulerTrigger(settings.scheduler_queue_url, boto3.client("sqs")),
         policy=SubmissionPolicy.from_settings(settings),
         admin_principals=settings.admin_principals,
         access_rules=SsmAccessRules(settings.access_rules_parameter, ssm) if settings.access_rules_parameter else None,
@@ -269,11 +273,15 @@ def service_from_settings(settings: Settings) -> QueueService:
 @cache
 def default_app() -> APIGatewayRestResolver:
     """Built on the first invocation of a cold start, from the environment the template sets."""
+    import boto3
+
     settings = Settings.from_env()
     return create_app(service_from_settings(settings), idempotency_store(settings.table_name, boto3.client("dynamodb")))
 
 
 def idempotency_store(table_name: str, client: Any) -> ReplayStore:
+    from smq_lambda.adapters.replay_store import ReplayStore
+
     return ReplayStore(table_name, client)
 
 

@@ -11,24 +11,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from aws_lambda_powertools import Logger, Tracer
-from aws_lambda_powertools.utilities.parser import ValidationError, parse
-from aws_lambda_powertools.utilities.parser.models import SnsModel
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from aws_lambda_powertools import Logger
 
-from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
-from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.adapters.sagemaker import SageMakerTrainingService
 from smq_lambda.governance.idle import parse_notification
 from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix
-from smq_lambda.service.idle_stop import IdleStop
+from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from smq_lambda.service.idle_stop import IdleStop
+
 logger = Logger(service="smq")
-tracer = Tracer(service="smq")
 
 
 def _now() -> datetime:
@@ -37,7 +34,15 @@ def _now() -> datetime:
 
 @cache
 def default_idle_stop() -> IdleStop:
-    """Built once per cold start from the environment the template sets."""
+    """Built once per cold start from the environment the template sets (the adapters imported
+    here, on the first invocation, not at import)."""
+    import boto3
+
+    from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
+    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+    from smq_lambda.service.idle_stop import IdleStop
+
     settings = Settings.from_env()
     prefix = idle_alarm_prefix(settings)
     return IdleStop(
@@ -50,7 +55,7 @@ def default_idle_stop() -> IdleStop:
     )
 
 
-@tracer.capture_lambda_handler
+@traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(event, default_idle_stop())
@@ -58,21 +63,20 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def handle(event: dict[str, Any], idle_stop: IdleStop) -> dict[str, Any]:
     """Act on every record; returns what was stopped and deleted (useful in logs and tests)."""
-    try:
-        records = parse(event=event, model=SnsModel).Records
-    except ValidationError as exc:
-        logger.warning("not an SNS event", extra={"error": str(exc)})
+    messages = _sns_messages(event)
+    if messages is None:
+        logger.warning("not an SNS event", extra={"event_keys": sorted(event) if isinstance(event, dict) else None})
         return {"stopped": [], "deleted": [], "ignored": 1}
     stopped: list[str] = []
     deleted: list[str] = []
     ignored = 0
     failure: Exception | None = None
-    for record in records:
-        notification = parse_notification(idle_stop.prefix, record.Sns.Message)
+    for message_id, message in messages:
+        notification = parse_notification(idle_stop.prefix, message)
         if notification is None:
             logger.info(
                 "not a notification of this stack's idle alarms",
-                extra={"message_id": record.Sns.MessageId, "alarm_prefix": idle_stop.prefix.value},
+                extra={"message_id": message_id, "alarm_prefix": idle_stop.prefix.value},
             )
             ignored += 1
             continue
@@ -88,3 +92,23 @@ def handle(event: dict[str, Any], idle_stop: IdleStop) -> dict[str, Any]:
     if failure is not None:
         raise failure
     return {"stopped": stopped, "deleted": deleted, "ignored": ignored}
+
+
+def _sns_messages(event: object) -> list[tuple[str, str]] | None:
+    """(MessageId, Message) of every record of the SNS event Lambda gives a subscribed function;
+    None when `event` is not one. Read by hand: the powertools parser's models would add pydantic
+    to every cold start for two strings."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    if not isinstance(records, list):
+        return None
+    messages = []
+    for record in records:
+        sns = record.get("Sns") if isinstance(record, dict) else None
+        if (
+            not isinstance(sns, dict)
+            or not isinstance(sns.get("Message"), str)
+            or not isinstance(sns.get("MessageId"), str)
+        ):
+            return None
+        messages.append((sns["MessageId"], sns["Message"]))
+    return messages

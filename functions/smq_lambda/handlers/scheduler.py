@@ -1,76 +1,71 @@
-"""Scheduler Lambda: SageMaker state changes, the reconciliation schedule, and kicks from the API.
+"""Scheduler Lambda: batches from the scheduler queue, and the reconciliation schedule.
 
-Every invocation ends with a scheduling pass, because every trigger may have freed or claimed
-capacity. Events are parsed with powertools; anything unrecognised still gets a pass, never an error.
+The scheduler queue (template.yaml) holds SageMaker state changes, which EventBridge puts there,
+and the API's requests for a pass (kicks). Each batch is applied record by record, then ONE
+scheduling pass runs for the whole batch (`handle_batch`): a burst of events costs one pass. A direct
+invocation (the reconciliation schedule, or anything else) reconciles or applies what it carries and
+ends with a pass too (`handle`), because every trigger may have freed or claimed capacity.
+
 Every invocation publishes what it did and what it found: JobsStarted, JobsPreempted, StartsRefused,
 JobErrors (one job's unexpected error, isolated so the others went on), StuckJobs, and per pool
-QueueDepth, WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired.
+WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired and per pool QueueDepth.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from aws_lambda_powertools.utilities.parameters import SSMProvider
-from aws_lambda_powertools.utilities.parser import ValidationError, parse
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
 
-from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
-from smq_lambda.adapters.dynamodb_lease import DynamoPassLease, lease_duration
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
-from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-from smq_lambda.adapters.sns_notifier import SnsNotifier
-from smq_lambda.adapters.ssm_config import SsmConfigSource
-from smq_lambda.adapters.ssm_policy import SsmPolicySource
-from smq_lambda.domain.lifecycle import StartRetryLimits
 from smq_lambda.domain.model import queue_tags
 from smq_lambda.errors import ConfigError
-from smq_lambda.governance.idle import AlarmPrefix
-from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import TrainingJobStatus
-from smq_lambda.service.idle_watch import IdleWatch
-from smq_lambda.service.outside_jobs import OutsideJobs
-from smq_lambda.service.scheduler import PassReport, Scheduler
+from smq_lambda.handlers import scheduler_input
+from smq_lambda.handlers.scheduler_input import SAGEMAKER_SOURCE, SCHEDULE_SOURCE, Kick, Malformed, StateChange
+from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from smq_lambda.adapters.ssm_policy import SsmPolicySource
+    from smq_lambda.governance.idle import AlarmPrefix
+    from smq_lambda.governance.policy import Policy
+    from smq_lambda.service.idle_watch import IdleWatch
+    from smq_lambda.service.outside_jobs import OutsideJobs
+    from smq_lambda.service.scheduler import PassReport, Reconciliation, Scheduler
 
 logger = Logger(service="smq")
 NAMESPACE = "smq"
 metrics = Metrics(namespace=NAMESPACE, service="smq")
-tracer = Tracer(service="smq")
-
-SAGEMAKER_SOURCE = "aws.sagemaker"
-SCHEDULE_SOURCE = "aws.events"
-
-
-class TrainingJobStateDetail(BaseModel):
-    TrainingJobName: str
-    TrainingJobStatus: str
-    SecondaryStatus: str | None = None
-    FailureReason: str | None = None
-    SecondaryStatusTransitions: list[dict[str, Any]] = Field(default_factory=list)
-    TrainingTimeInSeconds: int | None = None
-    Tags: dict[str, str] = Field(default_factory=dict)
-
-
-class TrainingJobStateChange(EventBridgeModel):
-    detail: TrainingJobStateDetail
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
+# ---------------------------------------------------------------- built once per cold start
+# The adapters (and boto3's clients) are imported here, on the first invocation, not at import.
+
+
 @cache
 def default_scheduler() -> Scheduler:
     """Built once per cold start from the environment the template sets."""
+    import boto3
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
+    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+    from smq_lambda.adapters.ssm_config import SsmConfigSource
+    from smq_lambda.domain.lifecycle import StartRetryLimits
+    from smq_lambda.service.scheduler import Scheduler
+
     settings = Settings.from_env()
     dynamodb = boto3.client("dynamodb")
     return Scheduler(
@@ -94,6 +89,11 @@ def _idle_watch(settings: Settings) -> IdleWatch | None:
     """None without an idle topic: no idle alarms are put."""
     if not settings.idle_topic_arn:
         return None
+    import boto3
+
+    from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
+    from smq_lambda.service.idle_watch import IdleWatch
+
     prefix = idle_alarm_prefix(settings)
     return IdleWatch(CloudWatchIdleAlarms(boto3.client("cloudwatch"), prefix), settings.idle_topic_arn, prefix)
 
@@ -110,6 +110,8 @@ class _DefaultPolicy:
     """No policy parameter configured: the default policy (no required tag, no limit)."""
 
     def load(self) -> Policy:
+        from smq_lambda.governance.policy import Policy
+
         return Policy()
 
 
@@ -118,31 +120,78 @@ def default_policy() -> SsmPolicySource | _DefaultPolicy:
     """The policy source both the scheduler and `outside_jobs` read: one cache, one report of an
     invalid document per cold start."""
     settings = Settings.from_env()
-    if settings.policy_parameter:
-        return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=boto3.client("ssm")))
-    return _DefaultPolicy()
+    if not settings.policy_parameter:
+        return _DefaultPolicy()
+    import boto3
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    from smq_lambda.adapters.ssm_policy import SsmPolicySource
+
+    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=boto3.client("ssm")))
 
 
 @cache
 def default_outside_jobs() -> OutsideJobs:
     """The governance of training jobs outside the queue, built once per cold start."""
+    import boto3
+
+    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
+    from smq_lambda.adapters.sns_notifier import SnsNotifier
+    from smq_lambda.service.outside_jobs import OutsideJobs
+
     settings = Settings.from_env()
-    policy = default_policy()
     return OutsideJobs(
         store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
         training=SageMakerTrainingService(boto3.client("sagemaker")),
-        policy=policy,
+        policy=default_policy(),
         notifier=SnsNotifier(settings.policy_topic_arn, boto3.client("sns")) if settings.policy_topic_arn else None,
         clock=_now,
     )
 
 
+# ---------------------------------------------------------------- the entry point
+
+
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if scheduler_input.is_sqs_batch(event):
+        summary = handle_batch(event, default_scheduler(), context, outside_jobs=default_outside_jobs())
+        logger.info("batch handled", extra={"summary": summary})
+        # Only what the event source mapping reads: the messages to hand out again.
+        return {"batchItemFailures": summary["batchItemFailures"]}
     governed = isinstance(event, dict) and event.get("source") in (SAGEMAKER_SOURCE, SCHEDULE_SOURCE)
     return handle(event, default_scheduler(), context, outside_jobs=default_outside_jobs() if governed else None)
+
+
+def handle_batch(
+    event: dict[str, Any],
+    scheduler: Scheduler,
+    context: LambdaContext | None = None,
+    *,
+    outside_jobs: OutsideJobs | None = None,
+) -> dict[str, Any]:
+    """One SQS batch of the scheduler queue: apply every state change in it, then run one pass.
+
+    A record whose report fails unexpectedly is returned to the queue alone (`batchItemFailures`):
+    SQS hands it out again after the visibility timeout, and after maxReceiveCount receives parks it
+    in the dead-letter queue. A record that is neither a state change nor a kick is logged and
+    dropped: delivering it again would not make it readable. The pass runs whatever the records
+    did; if it raises, the invocation fails, and Lambda returns every message of the batch to the
+    queue (the kicks in it asked for that pass; the state changes in it are applied again, which
+    changes nothing). Returns the summary of `handle` plus the counts and `batchItemFailures`.
+    """
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    batch = _Batch(scheduler, outside_jobs)
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    response = process_partial_response(event=event, record_handler=batch.apply, processor=processor, context=context)
+    failures = list(response.get("batchItemFailures", []))
+    summary = _schedule(scheduler, context, batch.job_errors)
+    counts = {"records": len(event["Records"]), "failed": len(failures), "dropped": batch.dropped}
+    return {**summary, **counts, "batchItemFailures": failures}
 
 
 def handle(
@@ -152,7 +201,7 @@ def handle(
     *,
     outside_jobs: OutsideJobs | None = None,
 ) -> dict[str, Any]:
-    """Route one invocation, then schedule. Returns a summary (useful in logs and tests).
+    """Route one direct invocation, then schedule. Returns a summary (useful in logs and tests).
 
     A SageMaker state change is also checked against the governance policy by `outside_jobs`
     (when given), which stops a training job the queue did not start that breaks it; reconciliation
@@ -163,10 +212,14 @@ def handle(
     """
     source = event.get("source") if isinstance(event, dict) else None
     job_errors: list[str] = []
+    reconciliation = None
     if source == SAGEMAKER_SOURCE:
-        job_errors += _on_state_change(event, scheduler)
+        try:
+            job_errors += _report(scheduler_input.state_change(event), scheduler)
+        except Malformed as exc:
+            logger.warning("not a training job state change", extra={"error": str(exc)})
         if outside_jobs is not None:
-            job_errors += _check_outside(event, outside_jobs)
+            job_errors += _check_outside(event.get("detail"), outside_jobs)
     elif source == SCHEDULE_SOURCE:
         reconciliation = scheduler.reconcile()
         metrics.add_metric(name="JobsRepaired", unit=MetricUnit.Count, value=reconciliation.repaired)
@@ -175,58 +228,79 @@ def handle(
             job_errors += _sweep_outside(outside_jobs)
     else:
         logger.info("scheduling pass requested", extra={"source": source})
-    report = scheduler.schedule(lease_for=_lease_for(context))
-    job_errors += report.job_errors
-    _record(report, job_errors)
-    return {
-        "passes": report.passes,
-        "started": [job.name for job in report.started],
-        "preempted": report.preempted,
-        "refused": report.refused,
-        "unconfirmed": report.unconfirmed,
-        "busy": report.skipped_busy,
-        "job_errors": job_errors,
-        "stuck": report.stuck,
-    }
+    return _schedule(scheduler, context, job_errors, reconciliation)
 
 
-def _lease_for(context: LambdaContext | None) -> timedelta | None:
-    return None if context is None else lease_duration(context.get_remaining_time_in_millis())
+@dataclass
+class _Batch:
+    """Applies the records of one batch, and remembers what they found."""
+
+    scheduler: Scheduler
+    outside_jobs: OutsideJobs | None
+    job_errors: list[str] = field(default_factory=list)
+    dropped: int = 0
+
+    def apply(self, record: SQSRecord) -> None:
+        """The powertools record handler: raising marks the record failed (delivered again)."""
+        try:
+            message = scheduler_input.message(record.body)
+        except Malformed as exc:
+            logger.warning(
+                "dropped a message the scheduler cannot read",
+                extra={"message_id": record.message_id, "error": str(exc)},
+            )
+            self.dropped += 1
+            return
+        if isinstance(message, Kick):
+            logger.info("scheduling pass requested", extra={"source": "smq.api", "reason": message.reason})
+            return
+        errors = self._apply(message)
+        if errors:
+            self.job_errors += errors
+            raise ReportFailed(message.training_job_name, record.message_id)
+
+    def _apply(self, change: StateChange) -> list[str]:
+        try:
+            errors = _report(change, self.scheduler)
+            if self.outside_jobs is not None:
+                errors += _check_outside(change.detail, self.outside_jobs)
+        except Exception:
+            logger.exception("could not apply a state change", extra={"training_job": change.training_job_name})
+            return [change.training_job_name]
+        return errors
 
 
-def _on_state_change(event: dict[str, Any], scheduler: Scheduler) -> list[str]:
+class ReportFailed(Exception):
+    """A state change of the batch was not fully applied; SQS delivers it again."""
+
+    def __init__(self, training_job_name: str, message_id: str) -> None:
+        super().__init__(f"the state change of {training_job_name} (message {message_id}) failed; delivered again")
+
+
+# ---------------------------------------------------------------- the steps
+
+
+def _report(change: StateChange, scheduler: Scheduler) -> list[str]:
     """Apply a SageMaker state change; returns the jobs whose report failed unexpectedly."""
-    try:
-        change = parse(event=event, model=TrainingJobStateChange)
-    except ValidationError as exc:
-        logger.warning("not a training job state change", extra={"error": str(exc)})
-        return []
-    detail = change.detail
-    claimed = queue_tags(detail.Tags)
+    claimed = queue_tags(change.status.tags or {})
     if claimed is None:
-        logger.info("training job outside the queue", extra={"training_job": detail.TrainingJobName})
-        outcome = scheduler.report_outside(event["detail"])
-        return outcome.job_errors
+        logger.info("training job outside the queue", extra={"training_job": change.training_job_name})
+        return scheduler.report_outside(change.detail).job_errors
     job_name, attempt = claimed
     logger.append_keys(job=job_name)
-    status = TrainingJobStatus(
-        name=detail.TrainingJobName,
-        status=detail.TrainingJobStatus,
-        secondary_status=detail.SecondaryStatus,
-        failure_reason=detail.FailureReason,
-        tags=detail.Tags,
-        secondary_status_transitions=tuple(detail.SecondaryStatusTransitions),
-        training_time_seconds=detail.TrainingTimeInSeconds,
-    )
-    outcome = scheduler.report(job_name, attempt, status)
-    logger.remove_keys(["job"])
-    return outcome.job_errors
+    try:
+        outcome = scheduler.report(job_name, attempt, change.status)
+        errors = list(outcome.job_errors)
+        if outcome.outside:  # its tags name a queue job, but it is not that job's attempt
+            errors += scheduler.report_outside(change.detail).job_errors
+    finally:
+        logger.remove_keys(["job"])
+    return errors
 
 
-def _check_outside(event: dict[str, Any], outside_jobs: OutsideJobs) -> list[str]:
+def _check_outside(detail: object, outside_jobs: OutsideJobs) -> list[str]:
     """Apply the policy to a training job outside the queue; an unexpected error is logged and
     counted like one job's, and the scheduling pass still runs."""
-    detail = event.get("detail")
     if not isinstance(detail, dict):
         return []
     try:
@@ -248,7 +322,36 @@ def _sweep_outside(outside_jobs: OutsideJobs) -> list[str]:
     return []
 
 
-def _record(report: PassReport, job_errors: list[str]) -> None:
+def _schedule(
+    scheduler: Scheduler,
+    context: LambdaContext | None,
+    job_errors: list[str],
+    reconciliation: Reconciliation | None = None,
+) -> dict[str, Any]:
+    """The pass every invocation ends with, its metrics and its summary."""
+    lease_for = None if context is None else _lease_duration(context.get_remaining_time_in_millis())
+    report = scheduler.schedule(lease_for=lease_for)
+    job_errors = job_errors + report.job_errors
+    _record(report, job_errors, reconciliation)
+    return {
+        "passes": report.passes,
+        "started": [job.name for job in report.started],
+        "preempted": report.preempted,
+        "refused": report.refused,
+        "unconfirmed": report.unconfirmed,
+        "busy": report.skipped_busy,
+        "job_errors": job_errors,
+        "stuck": report.stuck,
+    }
+
+
+def _lease_duration(remaining_millis: int) -> timedelta:
+    from smq_lambda.adapters.dynamodb_lease import lease_duration
+
+    return lease_duration(remaining_millis)
+
+
+def _record(report: PassReport, job_errors: list[str], reconciliation: Reconciliation | None) -> None:
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=len(report.started))
     metrics.add_metric(name="JobsPreempted", unit=MetricUnit.Count, value=len(report.preempted))
     metrics.add_metric(name="StartsRefused", unit=MetricUnit.Count, value=len(report.refused))
@@ -259,10 +362,12 @@ def _record(report: PassReport, job_errors: list[str]) -> None:
     for job in report.started:
         waits.setdefault(job.pool, []).append((now - job.submitted_at).total_seconds())
     usage = {pool.pool: pool for pool in report.usage.pools} if report.usage is not None else {}
-    for pool in sorted(set(waits) | set(report.pending_by_pool) | set(usage)):
+    depth = reconciliation.pending_by_pool if reconciliation is not None else {}
+    for pool in sorted(set(waits) | set(depth) | set(usage)):
         per_pool = EphemeralMetrics(namespace=NAMESPACE, service="smq")
         per_pool.add_dimension(name="pool", value=pool)
-        per_pool.add_metric(name="QueueDepth", unit=MetricUnit.Count, value=report.pending_by_pool.get(pool, 0))
+        if reconciliation is not None:
+            per_pool.add_metric(name="QueueDepth", unit=MetricUnit.Count, value=depth.get(pool, 0))
         for waited in waits.get(pool, ()):
             per_pool.add_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited)
         if pool in usage:

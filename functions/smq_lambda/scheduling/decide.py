@@ -7,7 +7,16 @@ A pass is four phases, each a verb:
 3. for each pending job in that order: admit it if it fits and no job ahead of it waits for its
    pools, backfill it onto instances the waiting head cannot use yet (when backfill is on), make it
    the head of its pools and nominate preemption targets for it, or
-4. explain why it waits.
+4. explain why it waits, when that is news: a job that is admitted, backfilled, refused, in
+   backoff, too large for its pool or the head of a pool gets its reason written. A job that merely
+   waits behind a head gets none: its position and "N jobs ahead" change with every job that starts
+   or arrives, so they are computed when someone reads the job (`reasons.queued`), never written to
+   every waiting job on every pass.
+
+A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
+the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
+(and on the live jobs, all of which are seen), so deciding over that prefix decides its jobs exactly
+as over the whole queue.
 
 Strict order: the first pending job that waits is the head of every (limited) pool it needs, and
 no later job needing one of those pools starts, except by backfill. Jobs in start backoff and jobs
@@ -21,8 +30,8 @@ as releasing.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.model import Job
@@ -35,14 +44,28 @@ from smq_lambda.scheduling.reasons import PoolView
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
+@dataclass(frozen=True)
+class Decision:
+    actions: list[Action]
+    heads: Mapping[str, str]
+    """Per blocked pool, the name of the first job that waits for it: readers of a waiting job
+    learn from it whether the job's stored reason is current (a head's is) or is computed on read."""
+
+
 def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[Action]:
     """The actions of one pass over `snapshot` at `now`. Pure: reads its arguments, returns actions."""
+    return decide_pass(snapshot, now, config).actions
+
+
+def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Decision:
+    """`decide`, with the heads the pass found."""
     ledger = Ledger.measure(snapshot, config)  # 1. measure usage
     pending = order_pending(snapshot)  # 2. order pending jobs
     scheduling_pass = _Pass(snapshot, now, config, ledger)
     for job in pending:  # 3, 4. admit, backfill, nominate preemptions, explain
         scheduling_pass.consider(job)
-    return scheduling_pass.actions
+    heads = {pool: job.name for pool, job in scheduling_pass.heads.items()}
+    return Decision(scheduling_pass.actions, heads)
 
 
 def order_pending(snapshot: Snapshot) -> list[Job]:
@@ -59,8 +82,6 @@ class _Pass:
         self.actions: list[Action] = []
         self.heads: dict[str, Job] = {}
         """Per blocked pool, the first job that waits for it."""
-        self.waiting: Counter[str] = Counter()
-        """Per pool, how many jobs already wait for it in this pass (for "N jobs ahead")."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
 
@@ -79,7 +100,7 @@ class _Pass:
                 job, backfill=True, reason=reasons.backfill(self._views(job.demand), head.name, self._shortfall(head))
             )
         else:
-            self._wait_behind(job, blocked[0])
+            self._queue(job)
 
     def _skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing."""
@@ -122,10 +143,9 @@ class _Pass:
         self._explain(head, reasons.awaiting_release(short_now))
 
     def _queue(self, job: Job) -> None:
-        """`job` waits: it is counted ahead of later jobs and heads every limited pool not yet headed."""
+        """`job` waits: it heads every limited pool not yet headed."""
         for pool in job.demand:
             if self.ledger.capacity(pool) is not None:
-                self.waiting[pool] += 1
                 self.heads.setdefault(pool, job)
 
     def _may_backfill(self, job: Job, blocked: list[str]) -> bool:
@@ -137,11 +157,6 @@ class _Pass:
             and self.ledger.fits(job.demand)
             and not any(self.ledger.fits_once_released(self.heads[pool].demand) for pool in blocked)
         )
-
-    def _wait_behind(self, job: Job, pool: str) -> None:
-        head = self.heads[pool]
-        self._explain(job, reasons.behind(self.waiting[pool], head.name, self._view(pool, head.demand[pool])))
-        self._queue(job)
 
     def _shortfall(self, job: Job) -> dict[str, int]:
         """Instances per pool `job` still lacks once the stops in flight land."""

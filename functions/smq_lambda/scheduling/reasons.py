@@ -55,12 +55,10 @@ def backfill(views: Sequence[PoolView], head: str, head_shortfall: Mapping[str, 
     )
 
 
-def behind(ahead: int, head: str, head_view: PoolView) -> str:
-    released = f", {head_view.releasing} being released" if head_view.releasing else ""
-    return (
-        f"{count(ahead, 'job')} ahead in {head_view.pool}; head {head} needs "
-        f"{count(head_view.need, 'instance')}, {head_view.shown_free} free{released}"
-    )
+def queued(ahead: int, pool: str, head: str | None) -> str:
+    """Why a job that is not a head waits, computed when someone reads it (never stored)."""
+    first = f"; {head} is first and waits for instances" if head is not None else ""
+    return f"{count(ahead, 'job')} ahead in {pool}{first}"
 
 
 def awaiting_release(views: Sequence[PoolView]) -> str:

@@ -82,7 +82,7 @@ class IdleStop:
         return next(
             (
                 job
-                for job in self._store.active_jobs()
+                for job in self._store.in_use().live
                 if any(attempt.training_job_name == training_job_name for attempt in job.attempts)
             ),
             None,

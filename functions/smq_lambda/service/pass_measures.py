@@ -1,6 +1,6 @@
-"""What a scheduler invocation measures for ops, as pure functions over the jobs after a pass:
+"""What a scheduler invocation measures for ops, as pure functions over the live jobs after a pass:
 the usage of each pool (published for GET /pools) and the jobs stuck between two states (the
-`StuckJobs` metric an alarm watches)."""
+`StuckJobs` metric an alarm watches; those states are all live, so the live jobs are enough)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, JobState
-from smq_lambda.ports import PoolUsage, PoolUsageReport
+from smq_lambda.ports import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 STUCK_STATES = frozenset({JobState.STARTING, JobState.PREEMPTING, JobState.STOPPING})
@@ -26,21 +26,26 @@ def count_stuck(jobs: Iterable[Job], now: datetime, threshold: timedelta = STUCK
 
 
 def pool_usage(
-    jobs: Iterable[Job], external_usage: Mapping[str, int], config: SchedulerConfig, now: datetime
+    live: Iterable[Job],
+    outside: Mapping[str, int],
+    config: SchedulerConfig,
+    now: datetime,
+    heads: Mapping[str, str],
 ) -> PoolUsageReport:
-    """Every configured pool, then any instance type that active jobs use without a pool: capacity,
-    instances in use (live queue jobs plus training jobs outside the queue) and pending jobs."""
-    active = list(jobs)
+    """Every configured pool, then any instance type live jobs or waiting heads use without a pool
+    (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs
+    plus training jobs outside the queue), and the job that waits first for it."""
+    held = [job for job in live if job.state in LIVE_STATES]
     names = list(config.pools)
-    for job in active:
-        names.extend(pool for pool in job.demand if pool not in names)
-    live = [job for job in active if job.state in LIVE_STATES]
+    for pool in [*(pool for job in held for pool in job.demand), *heads]:
+        if pool not in names:
+            names.append(pool)
     pools = tuple(
-        PoolUsage(
+        PoolMeasure(
             pool=pool,
             capacity=config.capacity(pool),
-            in_use=sum(job.demand.get(pool, 0) for job in live) + external_usage.get(pool, 0),
-            pending=sum(1 for job in active if job.state is JobState.PENDING and pool in job.demand),
+            in_use=sum(job.demand.get(pool, 0) for job in held) + outside.get(pool, 0),
+            head=heads.get(pool),
         )
         for pool in names
     )

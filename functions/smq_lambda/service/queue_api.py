@@ -10,14 +10,14 @@ what it measured, and `pools()` reads that.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
-from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job
+from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job, order_key
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
 from smq_lambda.governance.limits import violations
@@ -25,11 +25,13 @@ from smq_lambda.ports import (
     ConfigSource,
     JobStore,
     PolicySource,
+    PoolMeasure,
     PoolUsage,
     PoolUsageBoard,
     PoolUsageReport,
     SchedulerTrigger,
 )
+from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, new_job
@@ -41,10 +43,12 @@ start); re-reading and re-deciding a few times makes that race invisible to the 
 
 @dataclass(frozen=True)
 class PositionedJob:
-    """A job and its 1-based place among the pending jobs of its pool (None unless pending)."""
+    """A job, its 1-based place among the pending jobs of its pool (None unless pending), and why it
+    is where it is: the stored reason, or for a job waiting behind a head, one computed now."""
 
     job: Job
     position: int | None
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -151,9 +155,10 @@ class QueueService:
     ) -> PositionedPage:
         """One page in scheduling order; positions cost one index query per pool with pending jobs."""
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
-        positions = self._positions(job.pool for job in page.jobs if job.state is JobState.PENDING)
+        positions = self._positions([job for job in page.jobs if job.state is JobState.PENDING])
+        heads = self._heads()
         return PositionedPage(
-            jobs=[PositionedJob(job, positions.get((job.pool, job.name))) for job in page.jobs],
+            jobs=[self._explained(job, positions.get(job.name), heads) for job in page.jobs],
             next_token=page.next_token,
         )
 
@@ -180,14 +185,28 @@ class QueueService:
         return self._positioned(job)
 
     def pools(self) -> CurrentPools:
-        """Every configured pool, plus any instance type that active jobs use without a pool, as the
-        last pass measured them: one read, however many requests come and however deep the queue."""
+        """Every configured pool, plus any instance type that live jobs use without a pool, as the
+        last pass measured them (before the first pass: counted from the table by key), and the
+        jobs pending in each now (one Select=COUNT Query per pool)."""
         config = self._config.load()
         report = self._usage_board.latest() if self._usage_board is not None else None
+        measured_at = None if report is None else report.measured_at
+        held = self._store.in_use()
         if report is None:
-            counted = pool_usage(self._store.active_jobs(), {}, config, self._clock())
-            return CurrentPools(pools=list(counted.pools), measured_at=None)
-        return CurrentPools(pools=with_current_capacity(report, config), measured_at=report.measured_at)
+            report = pool_usage(held.live, held.outside, config, self._clock(), {})
+        measures = with_current_capacity(report, config)
+        shown = {measure.pool for measure in measures}
+        pools = [
+            PoolUsage(
+                measure.pool, measure.capacity, measure.in_use, self._store.count_pending(measure.pool), measure.head
+            )
+            for measure in measures
+        ]
+        for pool in sorted(held.pools - shown):
+            pending = self._store.count_pending(pool)
+            if pending:
+                pools.append(PoolUsage(pool, config.capacity(pool), 0, pending))
+        return CurrentPools(pools=pools, measured_at=measured_at)
 
     def _load(self, name: str, job_id: str | None = None) -> Job:
         # A name that could never have been queued is unknown without asking the table, which would
@@ -227,31 +246,74 @@ class QueueService:
 
     def _positioned(self, job: Job) -> PositionedJob:
         if job.state is not JobState.PENDING:
-            return PositionedJob(job, None)
-        return PositionedJob(job, self._positions([job.pool]).get((job.pool, job.name)))
+            return PositionedJob(job, None, job.reason)
+        return self._explained(job, self._positions([job]).get(job.name), self._heads())
 
-    def _positions(self, pools: Iterable[str]) -> dict[tuple[str, str], int]:
-        positions: dict[tuple[str, str], int] = {}
-        for pool in dict.fromkeys(pools):
-            for index, queued in enumerate(self._store.pending_in_pool(pool), start=1):
-                positions[(pool, queued.name)] = index
+    def _positions(self, pending: list[Job]) -> dict[str, int]:
+        """Each pending job's 1-based place in its pool: per pool, one count up to the first job
+        and then one count of the span between each job and the next."""
+        positions: dict[str, int] = {}
+        by_pool: dict[str, list[Job]] = {}
+        for job in pending:
+            by_pool.setdefault(job.pool, []).append(job)
+        for pool, jobs in by_pool.items():
+            previous: str | None = None
+            place = 0
+            for job in sorted(jobs, key=lambda job: job.order):
+                key = order_key(job.priority, job.submitted_at, job.name)
+                place += 1 + self._store.count_pending(pool, after=previous, before=key)
+                positions[job.name] = place
+                previous = key
         return positions
 
+    def _heads(self) -> Heads | None:
+        report = self._usage_board.latest() if self._usage_board is not None else None
+        if report is None:
+            return None
+        return Heads({measure.pool: measure.head for measure in report.pools if measure.head}, report.measured_at)
 
-def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolUsage]:
+    def _explained(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
+        """A pending job's reason is the one the passes wrote when it is news (a head, a backoff, a
+        job too large for its pool, a job no pass has seen yet); otherwise the job waits behind a
+        head, and its reason is its place, computed now."""
+        if position is None or heads is None or not heads.current_for(job):
+            return PositionedJob(job, position, job.reason)
+        if job.name in heads.by_pool.values() or (job.not_before is not None and job.not_before > self._clock()):
+            return PositionedJob(job, position, job.reason)
+        config = self._config.load()
+        if any(
+            count > capacity for pool, count in job.demand.items() if (capacity := config.capacity(pool)) is not None
+        ):
+            return PositionedJob(job, position, job.reason)
+        return PositionedJob(job, position, reasons.queued(position - 1, job.pool, heads.by_pool.get(job.pool)))
+
+
+@dataclass(frozen=True)
+class Heads:
+    """The first waiting job of each blocked pool, as the last pass found them."""
+
+    by_pool: dict[str, str]
+    measured_at: datetime
+
+    def current_for(self, job: Job) -> bool:
+        """The pass saw the job as it is (it has not changed since)."""
+        return (job.updated_at or job.submitted_at) <= self.measured_at
+
+
+def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:
     """A pass's usage under the capacities configured now (an operator may have changed them since):
     every configured pool, then the unconfigured ones the pass saw in use or awaited."""
     measured = {usage.pool: usage for usage in report.pools}
     names = [
         *config.pools,
-        *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.pending)),
+        *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.head)),
     ]
     return [
-        PoolUsage(
+        PoolMeasure(
             pool=pool,
             capacity=config.capacity(pool),
             in_use=measured[pool].in_use if pool in measured else 0,
-            pending=measured[pool].pending if pool in measured else 0,
+            head=measured[pool].head if pool in measured else None,
         )
         for pool in names
     ]

@@ -22,10 +22,11 @@ from typing import Any, assert_never
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain import lifecycle
+from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.training_status import IN_PROGRESS, apply_report, is_own_attempt, vanished
+from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, apply_report, is_own_attempt, vanished
 from smq_lambda.errors import (
     ServiceUnavailable,
     StartOutcomeUnknown,
@@ -36,6 +37,7 @@ from smq_lambda.errors import (
 from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import (
     ConfigSource,
+    InUse,
     JobStore,
     PassLease,
     PolicySource,
@@ -45,14 +47,18 @@ from smq_lambda.ports import (
     TrainingService,
 )
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
-from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.snapshot import Snapshot
+from smq_lambda.scheduling.window import window_sizes
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.pass_measures import STUCK_AFTER, count_stuck, pool_usage
 
 logger = Logger(service="smq", child=True)
 
 REPORT_RETRIES = 5
+HOLDING_STATUSES = frozenset({IN_PROGRESS, STOPPING})
+"""Statuses in which a training job holds its instances."""
 MAX_PASSES = 5
 """Bound on back-to-back passes in one call (reruns requested meanwhile, refused starts)."""
 
@@ -76,7 +82,6 @@ class PassReport:
     """Jobs whose create may or may not have taken effect (left `starting` for reconciliation)."""
     preempted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    pending_by_pool: dict[str, int] = field(default_factory=dict)
     skipped_busy: bool = False
     job_errors: list[str] = field(default_factory=list)
     stuck: int = 0
@@ -89,6 +94,9 @@ class ReportOutcome:
 
     changed: Job | None = None
     job_errors: list[str] = field(default_factory=list)
+    outside: bool = False
+    """The report was about a training job outside the queue (its tags named a queue job, but it
+    is not that job's attempt): its caller records the instances it holds with `report_outside`."""
 
 
 @dataclass
@@ -97,6 +105,9 @@ class Reconciliation:
 
     repaired: int = 0
     job_errors: list[str] = field(default_factory=list)
+    pending_by_pool: dict[str, int] = field(default_factory=dict)
+    """Pending jobs per pool, counted once per reconciliation (QueueDepth): a pass reads only the
+    front of each pool, so it does not know the depth."""
 
 
 class Scheduler:
@@ -138,7 +149,7 @@ class Scheduler:
         attempt's next report (an interrupted spot job keeps reporting) stops it as an orphan."""
         outcome = ReportOutcome()
         with _isolated(job_name, "report", outcome.job_errors):
-            outcome.changed = self._report(job_name, attempt_number, status)
+            outcome.changed = self._report(job_name, attempt_number, status, outcome=outcome)
         return outcome
 
     def _report(
@@ -147,9 +158,12 @@ class Scheduler:
         attempt_number: int,
         status: TrainingJobStatus,
         alarm_names: Collection[str] | None = None,
+        *,
+        outcome: ReportOutcome | None = None,
     ) -> Job | None:
         """`alarm_names`: the idle alarms reconciliation listed, so a training job's alarms are
-        put only when missing; None (an event) puts them whenever it reports `Training`."""
+        put only when missing; None (an event) puts them whenever it reports `Training`. A report
+        about a training job outside the queue marks `outcome` so."""
         policy = self._policy.load() if self._policy is not None else Policy()
         for _ in range(REPORT_RETRIES):
             job = self._store.get(job_name)
@@ -158,9 +172,12 @@ class Scheduler:
                     "training job outside the queue",
                     extra={"training_job": status.name, "tagged_job": job_name, "tagged_attempt": attempt_number},
                 )
+                if outcome is not None:
+                    outcome.outside = True
                 return None
             effect = apply_report(job, attempt_number, status, self._clock(), policy)
             if effect is None:
+                self._track_closed_attempt(job, attempt_number, status)
                 self._stop_if_orphan(job, attempt_number, status)
                 if self._idle_watch is not None:
                     self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
@@ -173,6 +190,7 @@ class Scheduler:
                 "job changed",
                 extra={"job": job_name, "state": saved.state, "sagemaker": status.status, "reason": saved.reason},
             )
+            self._track_closed_attempt(saved, attempt_number, status)
             if effect.stop is not None:
                 self._stop(effect.stop)
             if self._idle_watch is not None:
@@ -181,15 +199,30 @@ class Scheduler:
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
 
+    def _track_closed_attempt(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+        """A training job of an attempt the job has closed (a spot attempt that fell back and is
+        still stopping, an orphan being stopped) holds its instances until SageMaker reports its
+        end, though its job no longer counts them: it is counted as outside the queue until then."""
+        attempt = job.current_attempt
+        if attempt is not None and attempt.number == attempt_number and attempt.is_open and job.is_live:
+            return
+        self._store.record_outside(status.name, job.demand, holding=status.status in HOLDING_STATUSES)
+
     def report_outside(self, detail: Mapping[str, Any]) -> ReportOutcome:
         """A state change of a training job outside the queue (the event's detail, with Tags as a
-        map): idle alarms while it trains, when `idle.enforce_outside_queue` is on."""
+        map): the instances it holds while in progress are recorded for the passes (removed when it
+        ends; a lost or reordered event is corrected by reconciliation), and it gets idle alarms
+        while it trains when `idle.enforce_outside_queue` is on."""
         outcome = ReportOutcome()
-        if self._idle_watch is None:
-            return outcome
-        with _isolated(str(detail.get("TrainingJobName")), "report_outside", outcome.job_errors):
-            policy = self._policy.load() if self._policy is not None else Policy()
-            self._idle_watch.on_outside_report(detail, policy)
+        name = str(detail.get("TrainingJobName"))
+        with _isolated(name, "report_outside", outcome.job_errors):
+            held = held_instances(detail).counts
+            if held:
+                holding = detail.get("TrainingJobStatus") in HOLDING_STATUSES
+                self._store.record_outside(name, held, holding=holding)
+            if self._idle_watch is not None:
+                policy = self._policy.load() if self._policy is not None else Policy()
+                self._idle_watch.on_outside_report(detail, policy)
         return outcome
 
     def _stop_if_orphan(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
@@ -210,7 +243,9 @@ class Scheduler:
         the idle alarms no open attempt owns (listed before the jobs are read: see `idle.orphaned`)."""
         result = Reconciliation()
         alarm_names = self._idle_watch.alarm_names() if self._idle_watch is not None else None
-        jobs = self._store.active_jobs()
+        held = self._store.in_use()
+        jobs = held.live
+        self._correct_outside(held, result)
         for job in jobs:
             attempt = job.current_attempt
             if job.is_live and attempt is not None:
@@ -226,6 +261,20 @@ class Scheduler:
             with _isolated("(idle alarms)", "sweep", result.job_errors):
                 self._idle_watch.sweep(alarm_names, open_attempts, policy, self._training)
         return result
+
+    def _correct_outside(self, held: InUse, result: Reconciliation) -> None:
+        """Replace the outside usage the events recorded with what SageMaker lists now (a lost or
+        reordered event of a training job outside the queue is corrected here, and only here:
+        passes never list SageMaker), and count the pending jobs of each pool for QueueDepth."""
+        attempts = [job.current_attempt.training_job_name for job in held.live if job.current_attempt is not None]
+        try:
+            outside = self._training.outside_in_progress(attempts)
+        except TrainingServiceError as exc:
+            logger.warning("could not list training jobs; next reconciliation retries", extra={"error": str(exc)})
+        else:
+            self._store.replace_outside(outside)
+        pools = sorted(set(self._config.load().pools) | held.pools)
+        result.pending_by_pool = {pool: self._store.count_pending(pool) for pool in pools}
 
     def _reconcile(self, job: Job, attempt: Attempt, alarm_names: Collection[str] | None) -> int:
         """Repair one live job; returns 1 when it changed."""
@@ -285,7 +334,7 @@ class Scheduler:
             self._lease.request_rerun()
             if not self._lease.try_acquire(owner, self._clock(), lease_for):
                 report.skipped_busy = True
-                report.stuck = count_stuck(self._store.active_jobs(), self._clock(), self._stuck_after)
+                report.stuck = count_stuck(self._store.in_use().live, self._clock(), self._stuck_after)
                 return report
         try:
             while True:
@@ -299,33 +348,51 @@ class Scheduler:
             raise
 
     def _run_pass(self, report: PassReport) -> bool:
-        """One decide-and-apply pass; True when a refused start freed capacity worth another pass."""
+        """One decide-and-apply pass; True when a refused start freed capacity worth another pass.
+
+        It reads what its decisions can depend on: every live job and the outside usage, exactly
+        (`JobStore.in_use`), and per pool the first pending jobs as far as they can matter (see
+        scheduling/window.py), never the whole queue.
+        """
         report.passes += 1
         now = self._clock()
         config = self._config.load()
-        jobs = self._store.active_jobs()
-        live_attempts = [job.current_attempt.training_job_name for job in jobs if job.is_live and job.current_attempt]
-        external = self._training.external_usage(config.pools.keys(), live_attempts)
-        actions = decide(Snapshot(jobs=tuple(jobs), external_usage=external), now, config)
+        held = self._store.in_use()
+        ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
+        pools = sorted(set(config.pools) | held.pools)
+        live_names = {job.name for job in held.live}
+        pending: dict[str, Job] = {}
+        for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items():
+            for job in self._store.pending_window(pool, size):
+                if job.name not in live_names and job.state is JobState.PENDING:
+                    pending.setdefault(job.name, job)
+        jobs = [*held.live, *pending.values()]
+        decision = decide_pass(Snapshot(jobs=tuple(jobs), external_usage=held.outside), now, config)
         by_name = {job.name: job for job in jobs}
         after = dict(by_name)  # each job as this pass leaves it
         refused_before = len(report.refused)
-        for action in actions:
+        for action in decision.actions:
             with _isolated(action.job_name, type(action).__name__, report.job_errors):
                 after[action.job_name] = self._apply(action, by_name[action.job_name], now, report)
-        for job in jobs:
+        for job in held.live:
             if job.state is JobState.STOPPING and job.current_attempt is not None:
                 with _isolated(job.name, "stop", report.job_errors):
                     self._stop(job.current_attempt.training_job_name)
-        final = list(after.values())
-        report.pending_by_pool = _pending_by_pool(final)
+        final = [job for job in after.values() if job.is_live]
         report.stuck = count_stuck(final, now, self._stuck_after)
-        report.usage = pool_usage(final, external, config, now)
+        report.usage = pool_usage(final, held.outside, config, now, decision.heads)
         self._publish(report.usage)
         return len(report.refused) > refused_before
 
-    def _apply(self, action: Action, job: Job, now: datetime, report: PassReport) -> Job:
-        """Carry out one action; returns the job as it now stands (unchanged when a race was lost)."""
+    def _apply(self, action: Action, decided: Job, now: datetime, report: PassReport) -> Job:
+        """Carry out one action; returns the job as it now stands (unchanged when a race was lost).
+
+        A pending job was decided over as the pending index showed it (no request, and perhaps a
+        moment old): it is read by key first, and left for the next pass if it changed meanwhile.
+        """
+        job = self._whole(decided)
+        if job is None:
+            return decided
         if isinstance(action, StartJob):
             started = self._save(lifecycle.start(job, now, reason=action.reason, backfill=action.backfill), job)
             if started is None:
@@ -349,6 +416,16 @@ class Scheduler:
         if isinstance(action, ExplainWait):
             return self._save(lifecycle.explain(job, now, action.reason), job) or job
         assert_never(action)
+
+    def _whole(self, decided: Job) -> Job | None:
+        """The job as stored, if it is still the one decided over (same submission and version)."""
+        if decided.is_live:
+            return decided
+        stored = self._store.get(decided.name)
+        if stored is None or stored.job_id != decided.job_id or stored.version != decided.version:
+            logger.info("job changed since the pending index showed it; skipped", extra={"job": decided.name})
+            return None
+        return stored
 
     def _create(self, job: Job) -> tuple[Created, Job]:
         """Create the job's current attempt; a refusal fails the job or sends it back with backoff,
@@ -407,12 +484,3 @@ def _isolated(job_name: str, step: str, job_errors: list[str]) -> Iterator[None]
     except Exception:
         logger.exception("unexpected error; the other jobs go on", extra={"job": job_name, "step": step})
         job_errors.append(job_name)
-
-
-def _pending_by_pool(jobs: list[Job]) -> dict[str, int]:
-    depth: dict[str, int] = {}
-    for job in jobs:
-        if job.state is JobState.PENDING:
-            for pool in job.demand:
-                depth[pool] = depth.get(pool, 0) + 1
-    return depth

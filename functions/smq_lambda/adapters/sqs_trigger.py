@@ -1,4 +1,5 @@
-"""Asks the scheduler function for a pass: an asynchronous Lambda invoke (InvocationType Event)."""
+"""Asks the scheduler for a pass: one small message on the scheduler queue, which the scheduler
+consumes in batches (one pass per batch, however many kicks and state changes it holds)."""
 
 from __future__ import annotations
 
@@ -11,24 +12,27 @@ from botocore.exceptions import BotoCoreError, ClientError
 logger = Logger(service="smq", child=True)
 
 TRIGGER_SOURCE = "smq.api"
-"""The `source` of the payload, so the scheduler handler can tell a kick from other events."""
+"""The `source` of the message body, so the scheduler can tell a kick from a state change."""
 
 
-class LambdaSchedulerTrigger:
+def kick_body(reason: str) -> str:
+    return json.dumps({"source": TRIGGER_SOURCE, "reason": reason})
+
+
+class SqsSchedulerTrigger:
     """The SchedulerTrigger port. A failed kick is logged, not raised: the API call that asked for it
     has already been written, and the scheduler's 5-minute schedule runs the pass it would have."""
 
-    def __init__(self, function_name: str, client: Any = None) -> None:
+    def __init__(self, queue_url: str, client: Any = None) -> None:
         if client is None:
             import boto3
 
-            client = boto3.client("lambda")
-        self._function_name = function_name
+            client = boto3.client("sqs")
+        self._queue_url = queue_url
         self._client = client
 
     def kick(self, reason: str) -> None:
-        payload = json.dumps({"source": TRIGGER_SOURCE, "reason": reason}).encode()
         try:
-            self._client.invoke(FunctionName=self._function_name, InvocationType="Event", Payload=payload)
+            self._client.send_message(QueueUrl=self._queue_url, MessageBody=kick_body(reason))
         except (ClientError, BotoCoreError) as exc:
             logger.warning("could not ask for a scheduling pass", extra={"reason": reason, "error": str(exc)})
