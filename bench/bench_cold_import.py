@@ -83,8 +83,15 @@ import importlib, json, sys, time
 started = time.perf_counter()
 importlib.import_module(sys.argv[1])
 elapsed = time.perf_counter() - started
-print(json.dumps({"ms": elapsed * 1e3, "modules": len(sys.modules)}))
+modules = len(sys.modules)
+started = time.perf_counter()
+import boto3
+then_boto3 = time.perf_counter() - started
+print(json.dumps({"ms": elapsed * 1e3, "then_boto3_ms": then_boto3 * 1e3, "modules": modules}))
 """
+"""Times the module's import, then `import boto3` (nothing when the module already imported it): a
+handler that defers boto3 to its first invocation still pays it in the cold start, so the figure
+held against the target is the sum."""
 
 
 # ---------------------------------------------------------------------------------------- imports
@@ -132,12 +139,14 @@ def measure_imports(repeats: int, environments: list[str]) -> dict[str, dict[str
         for module in modules:  # warm-up round: bytecode and file caches
             import_once(module, env)
         samples: dict[str, list[float]] = {module: [] for module in modules}
+        with_boto3: dict[str, list[float]] = {module: [] for module in modules}
         loaded: dict[str, int] = {}
         started = time.perf_counter()
         for _ in range(repeats):
             for module in modules:
                 sample = import_once(module, env)
                 samples[module].append(sample["ms"])
+                with_boto3[module].append(sample["ms"] + sample["then_boto3_ms"])
                 loaded[module] = int(sample["modules"])
         print(f"environment {name}: {repeats} x {len(modules)} interpreters in {time.perf_counter() - started:.0f} s")
         base = statistics.median(samples[BASELINE])
@@ -146,8 +155,11 @@ def measure_imports(repeats: int, environments: list[str]) -> dict[str, dict[str
                 "samples_ms": [round(value, 2) for value in values],
                 "median_ms": statistics.median(values),
                 "p90_ms": p90(values),
+                "with_boto3_samples_ms": [round(value, 2) for value in with_boto3[module]],
+                "with_boto3_median_ms": statistics.median(with_boto3[module]),
+                "with_boto3_p90_ms": p90(with_boto3[module]),
                 "modules_loaded": loaded[module],
-                "added_ms": None if module == BASELINE else statistics.median(values) - base,
+                "added_ms": None if module == BASELINE else statistics.median(with_boto3[module]) - base,
             }
             for module, values in samples.items()
         }
@@ -168,14 +180,19 @@ def import_table(results: dict[str, dict[str, dict[str, object]]]) -> str:
                     module,
                     f"{figures['median_ms']:.0f}",
                     f"{figures['p90_ms']:.0f}",
+                    f"{figures['with_boto3_median_ms']:.0f}",
+                    f"{figures['with_boto3_p90_ms']:.0f}",
                     figures["modules_loaded"],
-                    "-" if added is None else f"+{added:.0f}",
+                    "-" if added is None else f"{added:+.0f}",
                     "-" if added is None else f"+{TARGET_ADDED_MS:.0f}",
                     verdict,
                 ]
             )
-    headers = ["env", "import", "median ms", "p90 ms", "modules loaded", "added over boto3 ms", "target", "verdict"]
-    return tabulate(rows, headers=headers, tablefmt="github")
+    headers = [
+        "env", "import", "median ms", "p90 ms", "+ boto3 median ms", "+ boto3 p90 ms", "modules loaded",
+        "added over boto3 ms", "target", "verdict",
+    ]  # fmt: skip
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 # ---------------------------------------------------------------------------------------- package
@@ -335,8 +352,10 @@ def main() -> int:
     print()
     print(import_table(imports))
     print(
-        "\nadded over boto3 = median(handler import) - median(bare `import boto3`) in the same environment; "
-        f"target +{TARGET_ADDED_MS:.0f} ms per handler"
+        "\n+ boto3 = the module's import and then `import boto3` in the same interpreter (no time when the module "
+        "imported it already; a handler that defers boto3 pays it at its first invocation);\n"
+        "added over boto3 = median(+ boto3) - median(bare `import boto3`) in the same environment; "
+        f"target +{TARGET_ADDED_MS:.0f} ms per handler; modules loaded counts sys.modules after the module's import"
     )
 
     package: dict[str, object] | None = None

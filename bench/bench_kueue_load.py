@@ -335,6 +335,8 @@ def submit_all(ready: dict[str, Any], jobs: list[Submission], senders: int, run:
     local = threading.local()
 
     def send(job: Submission) -> None:
+        if run.stop.is_set():  # the run is over: what is still queued is not sent
+            return
         client = getattr(local, "client", None)
         if client is None:
             client = local.client = api_client(ready)
@@ -463,11 +465,13 @@ def figures(
 ) -> dict[str, Any]:
     """Every figure of the run. An unfinished run (timed out) is measured over the window it was
     watched (run.t0 to run.read_at): jobs not yet admitted count in `waiting_at_end`, and the lower
-    bound of the mean time to admission counts them at the time they had waited so far."""
+    bound of the mean time to admission counts them at the time they had waited so far (those whose
+    POST /add-job had not been answered: since their scheduled arrival)."""
+    window_end = run.read_at or time.time()
+    answered = [job for job in jobs if job.answered is not None and run.t0 + job.answered <= window_end]
     by_name = {job.name: job for job in jobs}
     seen = {record["name"]: record for record in records if record.get("name") in by_name}
     states = Counter(record.get("state") for record in seen.values())
-    window_end = run.read_at or time.time()
     ends: list[float] = []
     held: dict[str, float] = defaultdict(float)
     work: dict[str, float] = defaultdict(float)
@@ -521,8 +525,8 @@ def figures(
     usage = {pool: held[pool] / capacity for pool in pools}
     work_usage = {pool: work[pool] / capacity for pool in pools}
     admitted = sum(len(values) for values in admission.values())
-    submit_lag = [job.answered - job.offset for job in jobs if job.answered is not None]
-    submit_call = [job.answered - job.sent for job in jobs if job.answered is not None and job.sent is not None]
+    submit_lag = [job.answered - job.offset for job in answered if job.answered is not None]
+    submit_call = [job.answered - job.sent for job in answered if job.answered is not None and job.sent is not None]
     windows = []
     for window in sorted(set(per_window) | set(lag_window)):
         row: dict[str, Any] = {"window_s": [window * 10, window * 10 + 10]}
@@ -533,18 +537,21 @@ def figures(
         row["mean_scheduler_lag_s"] = statistics.fmean(lags) if lags else None
         row["max_scheduler_lag_s"] = max(lags) if lags else None
         windows.append(row)
+    unsubmitted: dict[str, list[float]] = defaultdict(list)
+    for job in jobs:
+        if job.name not in seen and run.t0 + job.offset < window_end:
+            unsubmitted[job.job_class.name].append(window_end - (run.t0 + job.offset))
     per_class = {}
     for job_class in CLASSES:
         name = job_class.name
-        both = admission[name] + waiting[name]
+        both = admission[name] + waiting[name] + unsubmitted[name]
         per_class[name] = {
             "jobs": sum(1 for job in jobs if job.job_class.name == job_class.name),
-            "submitted": sum(
-                1 for job in jobs if job.job_class.name == job_class.name and job.answered and not job.error
-            ),
+            "submitted": sum(1 for job in answered if job.job_class.name == job_class.name and not job.error),
             "admitted": len(admission[name]),
             "completed": completed[name],
             "waiting_at_end": len(waiting[name]),
+            "not_in_queue_at_end": len(unsubmitted[name]),
             "restarts": restarts[name],
             "time_to_admission_s": _stats(admission[name]),
             "mean_time_to_admission_lower_bound_s": statistics.fmean(both) if both else None,
@@ -552,7 +559,7 @@ def figures(
         }
     return {
         "jobs": len(jobs),
-        "jobs_submitted": sum(1 for job in jobs if job.answered is not None and not job.error),
+        "jobs_submitted": sum(1 for job in answered if not job.error),
         "jobs_read_back": len(seen),
         "states": dict(states),
         "submit_errors": [f"{job.name}: {job.error}" for job in jobs if job.error][:20],
@@ -634,7 +641,7 @@ def print_report(result: dict[str, Any], pools: list[str], comparable: bool = Tr
         figures = result["classes"][job_class.name]
         theirs = KUEUE["mean_time_to_admission_s"][job_class.name]
         ours = figures["time_to_admission_s"]["mean"]
-        if figures["waiting_at_end"] or figures["admitted"] < figures["jobs"]:
+        if figures["admitted"] < figures["jobs"]:
             bound = figures["mean_time_to_admission_lower_bound_s"]
             cell, verdict = (f"> {bound:.1f}" if bound is not None else "-"), _verdict(False)
         else:
@@ -659,6 +666,7 @@ def print_report(result: dict[str, Any], pools: list[str], comparable: bool = Tr
                 figures["admitted"],
                 figures["completed"],
                 figures["waiting_at_end"],
+                figures["not_in_queue_at_end"],
                 _fmt(tta["mean"]),
                 _fmt(tta["median"]),
                 _fmt(tta["p90"]),
@@ -667,8 +675,8 @@ def print_report(result: dict[str, Any], pools: list[str], comparable: bool = Tr
                 figures["restarts"],
             ]
         )
-    headers = ["class", "jobs", "submitted", "admitted", "completed", "waiting at end", "mean", "median", "p90",
-               "max", "mean from scheduled arrival", "restarts"]  # fmt: skip
+    headers = ["class", "jobs", "submitted", "admitted", "completed", "pending at end", "not yet in the queue",
+               "mean", "median", "p90", "max", "mean from scheduled arrival", "restarts"]  # fmt: skip
     print(tabulate(class_rows, headers=headers, tablefmt="github", disable_numparse=True))
 
     print(f"\nPer pool (capacity {INSTANCES_PER_POOL}; usage over {observed:.0f} s):\n")
@@ -711,7 +719,9 @@ def print_report(result: dict[str, Any], pools: list[str], comparable: bool = Tr
         cpu, span = scheduler["stack_cpu_seconds"], scheduler["stack_wall_seconds"]
         busy = scheduler["busy_fraction"]
         print(
-            f"\nscheduler: {scheduler['invocations']} invocations, {scheduler['passes']} passes, busy "
+            f"\nscheduler: {scheduler['invocations']} invocations"
+            + (f", {scheduler['passes']} passes" if scheduler["passes"] is not None else " (passes not reported)")
+            + ", busy "
             f"{_fmt(busy and busy * 100, 0)} % of the {observed:.0f} s; events by source "
             f"{scheduler['events_by_source']}; the stack process used {_fmt(cpu, 0)} CPU s in {_fmt(span, 0)} s "
             f"({_fmt(cpu / span * 100 if cpu and span else None, 0)} % of one core)"
@@ -800,6 +810,7 @@ def main() -> int:
             submitter = threading.Thread(target=submit_all, args=(ready, jobs, args.senders, run), daemon=True)
             submitter.start()
             watch(ready, jobs, run, args.timeout, args.poll, workdir)
+            run.stop.set()
             elapsed = time.monotonic() - run.monotonic0
             print(f"{'all jobs finished' if run.finished else 'gave up'} at t={elapsed:.1f}s; reading back", flush=True)
             run.read_at = time.time()

@@ -162,3 +162,16 @@ def test_reconciliation_adds_an_outside_job_whose_start_was_lost() -> None:
     world.submit("waits", 5)
 
     assert world.job("waits").state is JobState.PENDING
+
+
+def test_a_training_job_wearing_a_queue_jobs_tags_holds_instances_like_any_job_outside_the_queue() -> None:
+    world = World(capacity={POOL: 4})
+    world.submit("victim", 1)
+    forged = outside_event(world, "forged-run", "InProgress", 3)
+    forged["detail"]["Tags"] = {"smq:job": "victim", "smq:attempt": "1"}
+
+    world.deliver(forged)
+    world.submit("needs-two", 5, instances=2)
+
+    assert world.job("needs-two").state is JobState.PENDING
+    assert world.job("victim").state is JobState.STARTING, "the forged event changed nothing of the job"

@@ -558,8 +558,9 @@ def _template_handler(handler: str) -> Handler:
 
 def _reset_handler_caches() -> None:
     """Handlers build their clients once per cold start; a new stack is a new cold start."""
-    from smq_lambda.handlers import api, idle, scheduler
+    from smq_lambda.handlers import api, aws_clients, idle, scheduler
 
+    aws_clients.client.cache_clear()
     scheduler.default_scheduler.cache_clear()
     scheduler.default_outside_jobs.cache_clear()
     scheduler.default_policy.cache_clear()

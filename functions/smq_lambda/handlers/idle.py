@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from smq_lambda.governance.idle import parse_notification
+from smq_lambda.handlers.aws_clients import client
 from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
@@ -36,8 +37,6 @@ def _now() -> datetime:
 def default_idle_stop() -> IdleStop:
     """Built once per cold start from the environment the template sets (the adapters imported
     here, on the first invocation, not at import)."""
-    import boto3
-
     from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
@@ -46,9 +45,9 @@ def default_idle_stop() -> IdleStop:
     settings = Settings.from_env()
     prefix = idle_alarm_prefix(settings)
     return IdleStop(
-        store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(boto3.client("sagemaker")),
-        alarms=CloudWatchIdleAlarms(boto3.client("cloudwatch"), prefix),
+        store=DynamoJobStore(settings.table_name, client("dynamodb"), ttl_days=settings.finished_ttl_days),
+        training=SageMakerTrainingService(client("sagemaker")),
+        alarms=CloudWatchIdleAlarms(client("cloudwatch"), prefix),
         policy=default_policy(),
         clock=_now,
         prefix=prefix,

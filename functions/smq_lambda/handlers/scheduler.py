@@ -24,6 +24,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from smq_lambda.domain.model import queue_tags
 from smq_lambda.errors import ConfigError
 from smq_lambda.handlers import scheduler_input
+from smq_lambda.handlers.aws_clients import client
 from smq_lambda.handlers.scheduler_input import SAGEMAKER_SOURCE, SCHEDULE_SOURCE, Kick, Malformed, StateChange
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
@@ -49,13 +50,13 @@ def _now() -> datetime:
 
 
 # ---------------------------------------------------------------- built once per cold start
-# The adapters (and boto3's clients) are imported here, on the first invocation, not at import.
+# The adapters are imported here, on the first invocation, not at import; the boto3 clients are
+# shared (aws_clients.py).
 
 
 @cache
 def default_scheduler() -> Scheduler:
     """Built once per cold start from the environment the template sets."""
-    import boto3
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
     from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
@@ -67,11 +68,11 @@ def default_scheduler() -> Scheduler:
     from smq_lambda.service.scheduler import Scheduler
 
     settings = Settings.from_env()
-    dynamodb = boto3.client("dynamodb")
+    dynamodb = client("dynamodb")
     return Scheduler(
         store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(boto3.client("sagemaker")),
-        config=SsmConfigSource(settings, SSMProvider(boto3_client=boto3.client("ssm"))),
+        training=SageMakerTrainingService(client("sagemaker")),
+        config=SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm"))),
         lease=DynamoPassLease(settings.table_name, dynamodb),
         clock=_now,
         usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
@@ -89,13 +90,11 @@ def _idle_watch(settings: Settings) -> IdleWatch | None:
     """None without an idle topic: no idle alarms are put."""
     if not settings.idle_topic_arn:
         return None
-    import boto3
-
     from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
     from smq_lambda.service.idle_watch import IdleWatch
 
     prefix = idle_alarm_prefix(settings)
-    return IdleWatch(CloudWatchIdleAlarms(boto3.client("cloudwatch"), prefix), settings.idle_topic_arn, prefix)
+    return IdleWatch(CloudWatchIdleAlarms(client("cloudwatch"), prefix), settings.idle_topic_arn, prefix)
 
 
 def idle_alarm_prefix(settings: Settings) -> AlarmPrefix:
@@ -122,19 +121,16 @@ def default_policy() -> SsmPolicySource | _DefaultPolicy:
     settings = Settings.from_env()
     if not settings.policy_parameter:
         return _DefaultPolicy()
-    import boto3
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
     from smq_lambda.adapters.ssm_policy import SsmPolicySource
 
-    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=boto3.client("ssm")))
+    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=client("ssm")))
 
 
 @cache
 def default_outside_jobs() -> OutsideJobs:
     """The governance of training jobs outside the queue, built once per cold start."""
-    import boto3
-
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
     from smq_lambda.adapters.sns_notifier import SnsNotifier
@@ -142,10 +138,10 @@ def default_outside_jobs() -> OutsideJobs:
 
     settings = Settings.from_env()
     return OutsideJobs(
-        store=DynamoJobStore(settings.table_name, boto3.client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(boto3.client("sagemaker")),
+        store=DynamoJobStore(settings.table_name, client("dynamodb"), ttl_days=settings.finished_ttl_days),
+        training=SageMakerTrainingService(client("sagemaker")),
         policy=default_policy(),
-        notifier=SnsNotifier(settings.policy_topic_arn, boto3.client("sns")) if settings.policy_topic_arn else None,
+        notifier=SnsNotifier(settings.policy_topic_arn, client("sns")) if settings.policy_topic_arn else None,
         clock=_now,
     )
 

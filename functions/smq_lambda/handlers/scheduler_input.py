@@ -1,5 +1,5 @@
-"""What reaches the scheduler, read without a schema library (pydantic costs a cold start more than
-the scheduler's whole work on a small batch).
+"""What reaches the scheduler, read without a schema library: the powertools parser's pydantic
+models cost about 60 ms of CPU at every cold start for a handful of fields.
 
 - An SQS batch from the scheduler queue: each record's body is either a SageMaker training job
   state change (the EventBridge event as EventBridge puts it on a queue target) or the API's request
