@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-cold-import bench-kueue lint clean
+.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-pass-cost bench-cold-import bench-kueue lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ demo: setup
 	$(VENV)/bin/smq local demo
 
 BENCH_JSON := .bench
-BENCH_TARGETS := bench-scheduler bench-trainer bench-cold-import bench-kueue
+BENCH_TARGETS := bench-scheduler bench-trainer bench-pass-cost bench-cold-import bench-kueue
 
 bench: $(BENCH_TARGETS)
 
@@ -41,6 +41,9 @@ bench-scheduler: setup
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py
 
+bench-pass-cost: setup
+	$(PY) bench/bench_pass_cost.py --json $(BENCH_JSON)/pass_cost.json
+
 bench-cold-import: setup
 	$(PY) bench/bench_cold_import.py --json $(BENCH_JSON)/cold_import.json
 
@@ -48,4 +51,4 @@ bench-kueue: setup
 	$(PY) bench/bench_kueue_load.py --json $(BENCH_JSON)/kueue_load.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .smq-local
+	rm -rf $(VENV) .pytest_cache .hypothesis .smq-local .bench

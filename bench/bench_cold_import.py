@@ -11,13 +11,14 @@ robin so that drift in the machine's load spreads over all of them. One discarde
 the bytecode and file caches. Each handler's cost is the median of its import time minus the median
 of bare boto3 in the same environment, against the target of +150 ms.
 
-Two environments. `local`: what the handlers need at import, which is nothing (their settings are
+Three environments. `local`: what the handlers need at import, which is nothing (their settings are
 read on the first invocation), so no variable is set and the caller's SMQ_*, POWERTOOLS_* and Lambda
 variables are removed; the powertools Tracer is then off, as it is on the local stack. `lambda`:
 the variables the Lambda runtime and the template's Globals set that change what an import does
 (LAMBDA_TASK_ROOT, AWS_LAMBDA_FUNCTION_NAME, AWS_REGION, POWERTOOLS_SERVICE_NAME,
-POWERTOOLS_METRICS_NAMESPACE): the Tracer is on (template: Tracing Active), imports the X-Ray SDK
-and patches botocore at import, as in a deployed function.
+POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_TRACE_DISABLED) under the template's default `Tracing:
+Disabled`: the handlers never import the X-Ray SDK. `lambda-traced`: the same with `Tracing:
+Active`, where the Tracer imports the X-Ray SDK and patches botocore, as in a traced deployment.
 
 Part 2 builds the function package the way `sam build` does for the template's
 `CodeUri: functions/`: `pip install --target` of functions/requirements.txt for the python3.12
@@ -75,8 +76,20 @@ ENVIRONMENTS = {
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_SERVICE_NAME": "smq",
         "POWERTOOLS_METRICS_NAMESPACE": "smq",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    },
+    "lambda-traced": {
+        "LAMBDA_TASK_ROOT": "/var/task",
+        "AWS_LAMBDA_FUNCTION_NAME": "smq-bench",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_SERVICE_NAME": "smq",
+        "POWERTOOLS_METRICS_NAMESPACE": "smq",
+        "POWERTOOLS_TRACE_DISABLED": "false",
     },
 }
+"""`lambda` is a deployed function under the template's default (`Tracing: Disabled`, which sets
+POWERTOOLS_TRACE_DISABLED); `lambda-traced` is one deployed with `Tracing: Active`."""
 
 _CHILD = """
 import importlib, json, sys, time
@@ -336,12 +349,12 @@ def _size_row(size: dict[str, float]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="fresh interpreters per module and environment")
-    parser.add_argument("--env", choices=sorted(ENVIRONMENTS), action="append", help="default: both")
+    parser.add_argument("--env", choices=sorted(ENVIRONMENTS), action="append", help="default: all three")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--no-package", action="store_true", help="skip the package build and its size")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached package dependencies")
     args = parser.parse_args()
-    environments = args.env or ["local", "lambda"]
+    environments = args.env or ["local", "lambda", "lambda-traced"]
 
     load = os.getloadavg()[0]
     print(

@@ -33,8 +33,11 @@ interleaved (pool p's arrivals shifted by p/N of 100 ms) and a few sender thread
 GET /pools once a second until every job has finished; then reads every job (GET /jobs?state=all:
 submitted_at, attempts' started_at / ended_at) and every training job from the local SageMaker
 (ListTrainingJobs: when SageMaker itself created and ended it). In the child, the scheduler
-handler (`smq_lambda.handlers.scheduler.handler`) is wrapped to time each invocation and to see how
-old the SageMaker events it gets are; if the stack no longer calls it, those figures say so.
+handler (`handler` of every module of smq_lambda.handlers but api and idle) is wrapped to time each
+invocation and to see how old the SageMaker events it gets are (one event or an SQS batch); if the
+stack no longer calls it, those figures say so. Once the run is over the wrapper holds further
+invocations, so reading the jobs back does not compete with a scheduler still working through
+its backlog.
 
 Time to admission = the job's submitted_at to its first attempt's started_at (the scheduler's
 start decision). Usage of a pool = instance-seconds its attempts held (started_at to ended_at) over
@@ -137,7 +140,11 @@ def serve(workdir: Path, capacity: dict[str, int], reconcile_seconds: float) -> 
         stop = threading.Event()
         reporter = threading.Thread(target=_report_progress, args=(workdir, invocations, stop), daemon=True)
         reporter.start()
-        sys.stdin.read()  # the driver closes our stdin when it is done
+        for line in sys.stdin:  # the driver says "pause", then closes our stdin when it is done
+            if line.strip() == "pause":
+                _RUNNING_HANDLERS.clear()
+        _STOPPING.set()  # held invocations return at once, so the stack stops without waiting on them
+        _RUNNING_HANDLERS.set()
         stop.set()
         stats = {
             "cpu_seconds": _cpu_seconds() - cpu_start,
@@ -199,8 +206,18 @@ def _instrument_scheduler(records: list[dict[str, Any]]) -> list[str]:
     return wrapped
 
 
+_RUNNING_HANDLERS = threading.Event()
+"""Cleared once the run is over: the instrumented handlers then wait (no more passes), so reading the
+jobs back through the API does not compete with a scheduler still working through its backlog."""
+_RUNNING_HANDLERS.set()
+_STOPPING = threading.Event()
+
+
 def _timed(original: Any, module: str, records: list[dict[str, Any]]) -> Any:
     def timed(event: Any, context: Any) -> Any:
+        _RUNNING_HANDLERS.wait()
+        if _STOPPING.is_set():
+            return None
         began, clock = time.time(), time.perf_counter()
         result: Any = None
         try:
@@ -814,6 +831,7 @@ def main() -> int:
             elapsed = time.monotonic() - run.monotonic0
             print(f"{'all jobs finished' if run.finished else 'gave up'} at t={elapsed:.1f}s; reading back", flush=True)
             run.read_at = time.time()
+            _pause(child)
             records = read_jobs(ready)
             training = read_training_jobs(ready)
         finally:
@@ -856,6 +874,16 @@ def main() -> int:
     else:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def _pause(child: subprocess.Popen[bytes]) -> None:
+    """Ask the stack process to hold further scheduler invocations (the one running finishes)."""
+    if child.stdin is not None:
+        try:
+            child.stdin.write(b"pause\n")
+            child.stdin.flush()
+        except OSError:
+            pass
 
 
 def _wait_ready(workdir: Path, child: subprocess.Popen[bytes], log_path: Path) -> dict[str, Any]:

@@ -25,7 +25,14 @@ from datetime import datetime
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job, attempt_name
 from smq_lambda.domain.states import JobState
-from smq_lambda.governance.actions import FailJob, RetryAttempt
+from smq_lambda.governance.actions import (
+    FAILED_OUTCOME,
+    IDLE_OUTCOME,
+    MAX_WAIT_OUTCOME,
+    RETRIED_OUTCOME,
+    FailJob,
+    RetryAttempt,
+)
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.retry import decide_failure
 from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
@@ -37,6 +44,30 @@ FAILED = "Failed"
 STOPPING = "Stopping"
 STOPPED = "Stopped"
 MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
+
+
+ENDED_IN_SAGEMAKER = frozenset(
+    {
+        "completed",
+        FAILED_OUTCOME,
+        "preempted",
+        "stopped",
+        "max-runtime-exceeded",
+        RETRIED_OUTCOME,
+        IDLE_OUTCOME,
+        MAX_WAIT_OUTCOME,
+    }
+)
+"""Outcomes an attempt gets only from SageMaker's report that its training job ended."""
+
+
+def is_stale(job: Job, attempt_number: int, status: TrainingJobStatus) -> bool:
+    """A report that the training job of an attempt is still busy, arriving after SageMaker reported
+    its end (events are delivered late and out of order): it says nothing about the job now."""
+    if status.status not in (IN_PROGRESS, STOPPING):
+        return False
+    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    return attempt is not None and attempt.outcome in ENDED_IN_SAGEMAKER
 
 
 def is_own_attempt(job: Job, attempt_number: int, training_job_name: str) -> bool:

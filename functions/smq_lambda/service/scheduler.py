@@ -26,7 +26,14 @@ from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, apply_report, is_own_attempt, vanished
+from smq_lambda.domain.training_status import (
+    IN_PROGRESS,
+    STOPPING,
+    apply_report,
+    is_own_attempt,
+    is_stale,
+    vanished,
+)
 from smq_lambda.errors import (
     ServiceUnavailable,
     StartOutcomeUnknown,
@@ -177,6 +184,8 @@ class Scheduler:
                 return None
             effect = apply_report(job, attempt_number, status, self._clock(), policy)
             if effect is None:
+                if is_stale(job, attempt_number, status):
+                    return None
                 self._track_closed_attempt(job, attempt_number, status)
                 self._stop_if_orphan(job, attempt_number, status)
                 if self._idle_watch is not None:
