@@ -42,7 +42,7 @@ from smq_lambda.adapters.item_codec import (
 )
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
 from smq_lambda.ports import InUse
 
@@ -379,11 +379,30 @@ def _after(steps: tuple[Callable[[Job], Job], ...], first: Job) -> tuple[Job, Jo
     return before, steps[-1](before)
 
 
+STAYING_LIVE = {name for name, steps in LIVE_STEPS.items() if name != "start"}
+"""Steps into running, preempting or stopping, which only live jobs take (states.ENTERED_ONLY_WHILE_LIVE)."""
+
+
+@pytest.mark.parametrize("name", sorted(STAYING_LIVE))
+def test_save_of_a_job_that_stays_live_is_one_conditional_update_item(
+    stub: Stubber, offline_client: Any, sent: Requests, name: str
+) -> None:
+    before, after = _after(LIVE_STEPS[name], replace(job("hetero", groups=[(P5, 2), (G5, 1)]), version=1))
+    assert after.state in ENTERED_ONLY_WHILE_LIVE
+    store = DynamoJobStore(STUB_TABLE, offline_client)
+    read_first(stub, store, before, sent)
+    stub.add_response("update_item", {}, None)
+
+    store.save(after, expected_version=before.version)
+
+    assert sent.operations() == ["UpdateItem"]
+    assert_updates_to(sent.of("UpdateItem")[0], after, before.version)
+
+
 @pytest.mark.parametrize(
     ("steps", "operation"),
-    [*((LIVE_STEPS[name], "ADD") for name in sorted(LIVE_STEPS))]
-    + [*((NOT_LIVE_STEPS[name], "DELETE") for name in sorted(NOT_LIVE_STEPS))],
-    ids=[*sorted(LIVE_STEPS), *sorted(NOT_LIVE_STEPS)],
+    [(LIVE_STEPS["start"], "ADD")] + [*((NOT_LIVE_STEPS[name], "DELETE") for name in sorted(NOT_LIVE_STEPS))],
+    ids=["start", *sorted(NOT_LIVE_STEPS)],
 )
 def test_save_of_a_job_with_attempts_changes_it_and_every_pools_live_set_in_one_transaction(
     stub: Stubber,

@@ -7,6 +7,7 @@ import itertools
 import pytest
 from smq_lambda.domain.states import (
     ACTIVE_STATES,
+    ENTERED_ONLY_WHILE_LIVE,
     LIVE_STATES,
     TERMINAL_STATES,
     IllegalTransition,
@@ -45,3 +46,8 @@ def test_terminal_states_are_final_and_partition_the_states() -> None:
     assert ACTIVE_STATES | TERMINAL_STATES == set(JobState)
     assert not ACTIVE_STATES & TERMINAL_STATES
     assert LIVE_STATES == ACTIVE_STATES - {JobState.PENDING}
+
+
+def test_the_states_entered_only_while_live_are_running_preempting_and_stopping() -> None:
+    """The store skips the pools' usage items when a job enters one: it was live already."""
+    assert ENTERED_ONLY_WHILE_LIVE == {JobState.RUNNING, JobState.PREEMPTING, JobState.STOPPING}

@@ -16,9 +16,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.domain.training_status import is_own_attempt
+from smq_lambda.handlers.scheduler import handle_batch
 
 from tests.service.harness import World, queued_job
 from tests.support.fakes import InMemoryJobStore
+from tests.support.sqs import batch
 
 CAPACITY = {"A": 2, "B": 3}
 BUSY = ("InProgress", "Stopping")
@@ -108,6 +110,19 @@ class QueueMachine(RuleBasedStateMachine):
     def deliver_some_event(self, data: st.DataObject) -> None:
         event = self.mailbox.pop(data.draw(st.integers(0, len(self.mailbox) - 1)))
         self._deliver(event)
+
+    @precondition(lambda self: self.mailbox)
+    @rule(data=st.data())
+    def deliver_a_batch(self, data: st.DataObject) -> None:
+        """The scheduler queue hands several events over at once, in any order, some twice (SQS is
+        at least once and unordered); they are applied, then one pass runs."""
+        count = data.draw(st.integers(1, len(self.mailbox)))
+        events = [self.mailbox.pop(data.draw(st.integers(0, len(self.mailbox) - 1))) for _ in range(count)]
+        events += data.draw(st.lists(st.sampled_from(events), max_size=2))
+        self.delivered.extend(events)
+        summary = handle_batch(batch(*events), self.world.scheduler)
+        assert summary["failed"] == 0, summary
+        self._check_order(summary)
 
     @precondition(lambda self: self.delivered)
     @rule(data=st.data())

@@ -62,7 +62,7 @@ from smq_lambda.adapters.item_codec import (
     to_item,
 )
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
-from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
 from smq_lambda.ports import InUse, JobPage
 
@@ -254,10 +254,11 @@ class DynamoJobStore:
 
         The job id is part of the condition because versions restart at 1 when a finished job's name
         is reused: without it, a writer holding the old job at version 1 could overwrite the new one.
-        An UpdateItem of the attributes that change (never the request). A job that has ever had
-        an attempt may be entering or leaving the live states, so its pools' `live` sets are
-        updated in the same transaction (adding a member twice or removing an absent one changes
-        nothing, so the old state need not be known); a job that never had one was never live.
+        An UpdateItem of the attributes that change. A job that has ever had an attempt may be
+        entering or leaving the live states, so its pools' `live` sets are updated in the same
+        transaction (adding a member twice or removing an absent one changes nothing, so the old
+        state need not be known), except when the state machine says it was live already (it enters
+        running, preempting or stopping); a job that never had an attempt was never live.
         """
         if job.version != expected_version + 1:
             raise ValueError(f"job {job.name!r} must be saved as version {expected_version + 1}, not {job.version}")
@@ -266,7 +267,7 @@ class DynamoJobStore:
         digest = request_digest(job.request)
         known = self._requests_read.get((job.name, job.job_id, expected_version))
         update = self._job_update(job, expected_version, with_request=known != digest)
-        if not job.attempts:
+        if not job.attempts or job.state in ENTERED_ONLY_WHILE_LIVE:
             self._update_job(update, job.name)
         else:
             self._transact([{"Update": update}, *self._live_updates(job)], job.name)

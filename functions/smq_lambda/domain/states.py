@@ -67,3 +67,12 @@ def can_transition(source: JobState, target: JobState) -> bool:
 def check_transition(source: JobState, target: JobState) -> None:
     if not can_transition(source, target):
         raise IllegalTransition(source, target)
+
+
+ENTERED_ONLY_WHILE_LIVE = frozenset(
+    state
+    for state in LIVE_STATES
+    if all(source in LIVE_STATES for source, targets in TRANSITIONS.items() if state in targets)
+)
+"""Live states no non-live state leads to (running, preempting, stopping): a job entering one was
+already live, so what holds the pools' instances does not change."""

@@ -63,7 +63,9 @@ ENDED_IN_SAGEMAKER = frozenset(
 
 def is_stale(job: Job, attempt_number: int, status: TrainingJobStatus) -> bool:
     """A report that the training job of an attempt is still busy, arriving after SageMaker reported
-    its end (events are delivered late and out of order): it says nothing about the job now."""
+    its end (events are delivered late and out of order): its instances are not held any more. (The
+    orphan check still stops such a training job: a stop of an ended job is harmless, and a job
+    that truly still runs is stopped.)"""
     if status.status not in (IN_PROGRESS, STOPPING):
         return False
     attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)

@@ -184,9 +184,8 @@ class Scheduler:
                 return None
             effect = apply_report(job, attempt_number, status, self._clock(), policy)
             if effect is None:
-                if is_stale(job, attempt_number, status):
-                    return None
-                self._track_closed_attempt(job, attempt_number, status)
+                if not is_stale(job, attempt_number, status):
+                    self._track_closed_attempt(job, job, attempt_number, status)
                 self._stop_if_orphan(job, attempt_number, status)
                 if self._idle_watch is not None:
                     self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
@@ -199,7 +198,7 @@ class Scheduler:
                 "job changed",
                 extra={"job": job_name, "state": saved.state, "sagemaker": status.status, "reason": saved.reason},
             )
-            self._track_closed_attempt(saved, attempt_number, status)
+            self._track_closed_attempt(job, saved, attempt_number, status)
             if effect.stop is not None:
                 self._stop(effect.stop)
             if self._idle_watch is not None:
@@ -208,14 +207,17 @@ class Scheduler:
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
 
-    def _track_closed_attempt(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+    def _track_closed_attempt(self, before: Job, after: Job, attempt_number: int, status: TrainingJobStatus) -> None:
         """A training job of an attempt the job has closed (a spot attempt that fell back and is
         still stopping, an orphan being stopped) holds its instances until SageMaker reports its
-        end, though its job no longer counts them: it is counted as outside the queue until then."""
-        attempt = job.current_attempt
-        if attempt is not None and attempt.number == attempt_number and attempt.is_open and job.is_live:
+        end, though its job no longer counts them: it is counted as outside the queue until then.
+        An attempt that closes with its own end report (the usual completion) was never counted."""
+        if _is_open(after, attempt_number) and after.is_live:
             return
-        self._store.record_outside(status.name, job.demand, holding=status.status in HOLDING_STATUSES)
+        holding = status.status in HOLDING_STATUSES
+        if not holding and _is_open(before, attempt_number):
+            return
+        self._store.record_outside(status.name, after.demand, holding=holding)
 
     def report_outside(self, detail: Mapping[str, Any]) -> ReportOutcome:
         """A state change of a training job outside the queue (the event's detail, with Tags as a
@@ -482,6 +484,11 @@ class Scheduler:
         except VersionConflict:
             logger.info("job changed under the pass; skipped", extra={"job": current.name})
             return None
+
+
+def _is_open(job: Job, attempt_number: int) -> bool:
+    attempt = job.current_attempt
+    return attempt is not None and attempt.number == attempt_number and attempt.is_open
 
 
 @contextmanager
