@@ -105,9 +105,6 @@ _NAMES = {
     "#job_id": "job_id",
     "#order_key": "order_key",
     "#pending_pool": "pending_pool",
-    "#live": "live",
-    "#outside": "outside",
-    "#pools": "pools",
 }
 """Placeholders for every attribute an expression names: several are DynamoDB reserved words."""
 
