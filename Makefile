@@ -26,6 +26,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/ruff check functions client tests bench trainer
+	$(VENV)/bin/ruff format --check functions client tests bench trainer
 
 demo: setup
 	$(VENV)/bin/smq local demo

@@ -37,7 +37,8 @@ from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, JobState
-from smq_lambda.ports import InUse, TrainingJobStatus
+from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.ports import InUse
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.scheduler import Scheduler
 from tabulate import tabulate

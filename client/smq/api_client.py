@@ -242,9 +242,7 @@ class SmqApiClient:
             SigV4Auth(credentials.get_frozen_credentials(), SERVICE, self.region).add_auth(request)
         return request
 
-    def _call(
-        self, method: str, path: str, *, query: Mapping[str, str] | None = None, body: Any = None
-    ) -> Any:
+    def _call(self, method: str, path: str, *, query: Mapping[str, str] | None = None, body: Any = None) -> Any:
         request = self.signed_request(method, path, query=query, body=body)
         try:
             response = self._http.request(

@@ -51,7 +51,9 @@ def with_priority(request: Mapping[str, Any], priority: int | None, *, replace: 
     if priority is None:
         return result
     check_priority(priority)
-    tags = [tag for tag in result.get("Tags") or () if not (isinstance(tag, Mapping) and tag.get("Key") == PRIORITY_TAG)]
+    tags = [
+        tag for tag in result.get("Tags") or () if not (isinstance(tag, Mapping) and tag.get("Key") == PRIORITY_TAG)
+    ]
     if not replace and priority_of(result) is not None:
         return result
     tags.append({"Key": PRIORITY_TAG, "Value": str(priority)})

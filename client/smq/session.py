@@ -464,9 +464,7 @@ def _resource_config(job: Mapping[str, Any]) -> dict[str, Any]:
         ((instance_type, count),) = demand.items()
         return {"InstanceType": instance_type, "InstanceCount": count}
     return {
-        "InstanceGroups": [
-            {"InstanceType": t, "InstanceCount": c, "InstanceGroupName": t} for t, c in demand.items()
-        ]
+        "InstanceGroups": [{"InstanceType": t, "InstanceCount": c, "InstanceGroupName": t} for t, c in demand.items()]
     }
 
 
@@ -510,4 +508,3 @@ class QueueRoutingSageMakerClient:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
-

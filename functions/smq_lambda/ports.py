@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.policy import Policy
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
@@ -85,37 +86,6 @@ class JobStore(Protocol):
         limit: int = 50,
         next_token: str | None = None,
     ) -> JobPage: ...
-
-
-@dataclass(frozen=True)
-class TrainingJobStatus:
-    """The parts of DescribeTrainingJob (or a state-change event) the queue acts on."""
-
-    name: str
-    status: str
-    secondary_status: str | None = None
-    failure_reason: str | None = None
-    tags: Mapping[str, str] | None = None
-    end_time: datetime | None = None
-    secondary_status_transitions: tuple[Mapping[str, Any], ...] = ()
-    """SageMaker's secondary status history, oldest first: the governance rules count spot
-    interruptions and training time from it, so a duplicate or late report counts nothing twice."""
-    training_time_seconds: int | None = None
-    """TrainingTimeInSeconds, once SageMaker reports one (at the end of the training job)."""
-
-    def description(self) -> dict[str, Any]:
-        """This report in DescribeTrainingJob's shape, which the governance rules read (an event's
-        detail and DescribeTrainingJob share it)."""
-        described: dict[str, Any] = {
-            "TrainingJobName": self.name,
-            "TrainingJobStatus": self.status,
-            "SecondaryStatus": self.secondary_status,
-            "FailureReason": self.failure_reason,
-            "SecondaryStatusTransitions": [dict(transition) for transition in self.secondary_status_transitions],
-        }
-        if self.training_time_seconds is not None:
-            described["TrainingTimeInSeconds"] = self.training_time_seconds
-        return described
 
 
 class TrainingService(Protocol):

@@ -22,8 +22,8 @@ from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
-from smq_lambda.ports import TrainingJobStatus
 
 from tests.adapters.builders import G5, P5, T0, job, request
 from tests.support.aws import REGION

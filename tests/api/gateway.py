@@ -176,7 +176,9 @@ class ApiGateway:
         response = self.handler(event, LAMBDA_CONTEXT)
         valid = check_exchange(event, response, unknown_route_ok=unknown_route_ok)
         headers = {name: values[0] for name, values in (response.get("multiValueHeaders") or {}).items() if values}
-        return Reply(status=response["statusCode"], body=json.loads(response["body"]), request_valid=valid, headers=headers)
+        return Reply(
+            status=response["statusCode"], body=json.loads(response["body"]), request_valid=valid, headers=headers
+        )
 
     def add(self, request: Any, *, caller: str = ALICE) -> Reply:
         return self.request("POST", "/add-job", json_body=request, caller=caller)

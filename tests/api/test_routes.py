@@ -334,7 +334,9 @@ def test_an_unknown_route_is_not_found(api: ApiGateway) -> None:
     assert (reply.status, reply.field) == (404, None)
 
 
-def test_a_retried_add_job_gets_the_first_answer_and_queues_nothing_new(api: ApiGateway, trigger: RecordingTrigger) -> None:
+def test_a_retried_add_job_gets_the_first_answer_and_queues_nothing_new(
+    api: ApiGateway, trigger: RecordingTrigger
+) -> None:
     request = training_request("retried", priority=3)
     first = api.add(request)
     kicks = len(trigger.kicks)

@@ -77,9 +77,7 @@ class QueueWorld:
             usage_board=self.usage_board,
         )
         self.trigger = RecordingTrigger(on_kick=lambda _reason: self.kick())
-        service = QueueService(
-            self.store, self.config, self.trigger, usage_board=self.usage_board, clock=self._tick
-        )
+        service = QueueService(self.store, self.config, self.trigger, usage_board=self.usage_board, clock=self._tick)
         app = create_app(service)
         handler = lambda_handler(lambda: app)
 

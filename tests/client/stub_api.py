@@ -11,7 +11,11 @@ class StubHandler:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.contexts: list[Any] = []
-        self.response: dict[str, Any] = {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+        self.response: dict[str, Any] = {
+            "statusCode": 200,
+            "headers": {"Content-Type": "application/json"},
+            "body": "{}",
+        }
         self.fail = False
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -48,9 +48,7 @@ def resign(event: dict[str, Any], credentials: Credentials, region: str) -> str:
     headers = {name.lower(): value for name, value in event["headers"].items()}
     signed = re.search(r"SignedHeaders=([^,\s]+)", headers["authorization"]).group(1).split(";")  # type: ignore[union-attr]
     query = sorted(
-        (name, value)
-        for name, values in (event["multiValueQueryStringParameters"] or {}).items()
-        for value in values
+        (name, value) for name, values in (event["multiValueQueryStringParameters"] or {}).items() for value in values
     )
     url = f"http://{headers['host']}{event['requestContext']['path']}"
     if query:
@@ -197,7 +195,10 @@ def test_error_answers_become_typed_errors_with_the_apis_words(
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (json.dumps({"Message": "User: arn:aws:iam::1:user/x is not authorized"}), "User: arn:aws:iam::1:user/x is not authorized"),
+        (
+            json.dumps({"Message": "User: arn:aws:iam::1:user/x is not authorized"}),
+            "User: arn:aws:iam::1:user/x is not authorized",
+        ),
         ("<html>Forbidden</html>", "<html>Forbidden</html>"),
         ("", "HTTP 403 Forbidden"),
     ],

@@ -88,7 +88,13 @@ def test_the_handlers_answer_is_written_back(front: ApiFront, stub: StubHandler)
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/prod/nowhere"), ("GET", "/jobs"), ("POST", "/prod/jobs"), ("GET", "/prod/jobs/a/b"), ("PUT", "/prod/pools")],
+    [
+        ("GET", "/prod/nowhere"),
+        ("GET", "/jobs"),
+        ("POST", "/prod/jobs"),
+        ("GET", "/prod/jobs/a/b"),
+        ("PUT", "/prod/pools"),
+    ],
 )
 def test_undefined_routes_are_refused_like_api_gateway_without_calling_the_handler(
     front: ApiFront, stub: StubHandler, method: str, path: str
@@ -134,8 +140,11 @@ def test_routes_are_the_openapi_documents() -> None:
 @pytest.mark.parametrize(
     ("header", "key"),
     [
-        ("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/us-east-1/execute-api/aws4_request, "
-         "SignedHeaders=host;x-amz-date, Signature=abc", "AKIDEXAMPLE"),
+        (
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/us-east-1/execute-api/aws4_request, "
+            "SignedHeaders=host;x-amz-date, Signature=abc",
+            "AKIDEXAMPLE",
+        ),
         ("Bearer token", None),
         ("AWS4-HMAC-SHA256 SignedHeaders=host", None),
         (None, None),

@@ -45,7 +45,9 @@ def job(name: str, state: str, priority: int, **fields: Any) -> dict[str, Any]:
     return value
 
 
-def attempt(number: int, started: str, ended: str | None = None, outcome: str | None = None, reason: str | None = None) -> dict[str, Any]:
+def attempt(
+    number: int, started: str, ended: str | None = None, outcome: str | None = None, reason: str | None = None
+) -> dict[str, Any]:
     return {
         "number": number,
         "training_job_name": f"job-abcdef12-{number}",
@@ -97,10 +99,33 @@ def test_status_table_columns_and_durations() -> None:
     table = status_table(jobs, NOW)
 
     header = table.splitlines()[0]
-    assert [title in header for title in ("Job Name", "State", "Priority", "Pool", "Instances", "Waiting/Running for", "Attempts", "Owner", "Reason")] == [True] * 9
+    assert [
+        title in header
+        for title in (
+            "Job Name",
+            "State",
+            "Priority",
+            "Pool",
+            "Instances",
+            "Waiting/Running for",
+            "Attempts",
+            "Owner",
+            "Reason",
+        )
+    ] == [True] * 9
     assert rows(table) == [
         ["vit-large", "running", "10", "ml.p5.48xlarge", "2", "1h02m", "1", "user/alice"],
-        ["resnet", "pending", "5", "ml.p5.48xlarge", "1", "4m30s", "1", "user/alice", "waiting for 2 instances of ml.p5.48xlarge"],
+        [
+            "resnet",
+            "pending",
+            "5",
+            "ml.p5.48xlarge",
+            "1",
+            "4m30s",
+            "1",
+            "user/alice",
+            "waiting for 2 instances of ml.p5.48xlarge",
+        ],
         ["hetero", "pending", "1", "ml.p5.48xlarge", "2 ml.p5.48xlarge + 1 ml.c5.xlarge", "1h00m", "0", "user/alice"],
         ["done", "completed", "1", "ml.p5.48xlarge", "1", "-", "0", "local-anonymous"],
     ]
@@ -180,7 +205,15 @@ def test_describe_lists_every_attempt_with_its_outcome() -> None:
     assert "Submitted:     2024-05-01 11:00:00Z (1h00m ago)" in text
     attempts = text.split("Attempts:\n", 1)[1]
     assert rows(attempts) == [
-        ["1", "job-abcdef12-1", "2024-05-01 11:00:00Z", "2024-05-01 11:10:00Z", "10m00s", "preempted", "preempted for urgent"],
+        [
+            "1",
+            "job-abcdef12-1",
+            "2024-05-01 11:00:00Z",
+            "2024-05-01 11:10:00Z",
+            "10m00s",
+            "preempted",
+            "preempted for urgent",
+        ],
         ["2", "job-abcdef12-2", "2024-05-01 11:30:00Z", "(running)", "30m00s", "-"],
     ]
 
@@ -211,7 +244,9 @@ def test_status_prints_the_queue_in_scheduling_order(busy: QueueWorld, capsys: p
     ]
 
 
-def test_status_filters_and_json(busy: QueueWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_filters_and_json(
+    busy: QueueWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SMQ_API_URL", busy.url)
     cli.main(["cancel", "third"])
     capsys.readouterr()
@@ -224,7 +259,10 @@ def test_status_filters_and_json(busy: QueueWorld, capsys: pytest.CaptureFixture
     assert [row[0] for row in rows(active)] == ["running-job", "second"]
     assert [row[0] for row in rows(everything)] == ["running-job", "second", "third"]
     assert [row[0] for row in rows(pending)] == ["second"]
-    assert [(j["name"], j["state"]) for j in json.loads(as_json)] == [("running-job", "running"), ("third", "cancelled")]
+    assert [(j["name"], j["state"]) for j in json.loads(as_json)] == [
+        ("running-job", "running"),
+        ("third", "cancelled"),
+    ]
 
 
 def test_status_of_an_empty_queue_says_so(world: QueueWorld, capsys: pytest.CaptureFixture[str]) -> None:
@@ -281,7 +319,9 @@ def test_submit_prints_where_the_job_went(busy: QueueWorld, capsys: pytest.Captu
     assert "entry point train.py" in out and "epochs=3" in out and "model='vit_tiny'" in out
 
 
-def test_submit_reads_stdin(world: QueueWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_submit_reads_stdin(
+    world: QueueWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(training_request("piped"))))
 
     code, _, _ = run(capsys, "--api-url", world.url, "submit", "-", "--json")
@@ -356,7 +396,9 @@ def test_changing_a_finished_job_is_a_conflict(busy: QueueWorld, capsys: pytest.
     assert err.startswith("smq: error: refused (409):")
 
 
-def test_submitting_to_an_unknown_pool_is_refused(world: QueueWorld, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_submitting_to_an_unknown_pool_is_refused(
+    world: QueueWorld, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     path = tmp_path / "job.json"
     path.write_text(json.dumps(training_request("big", pool="ml.p5.48xlarge")))
 
@@ -406,7 +448,9 @@ def test_an_unreachable_api_exits_1_on_one_line(capsys: pytest.CaptureFixture[st
     assert err == f"smq: error: cannot reach the smq API at {url}: Connection refused\n"
 
 
-@pytest.mark.parametrize("argv", [["frobnicate"], ["priority", "job"], ["priority", "job", "high"], ["watch", "--interval", "0"], []])
+@pytest.mark.parametrize(
+    "argv", [["frobnicate"], ["priority", "job"], ["priority", "job", "high"], ["watch", "--interval", "0"], []]
+)
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, _, err = run(capsys, *argv)
 

@@ -9,9 +9,9 @@ import pytest
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import apply_status, vanished
 from smq_lambda.governance.actions import IDLE_OUTCOME
-from smq_lambda.ports import TrainingJobStatus
 
 from tests.adapters.builders import T0, job
 

@@ -65,7 +65,9 @@ def test_demand_of_a_plain_request_and_of_instance_groups() -> None:
     assert list(demand_of(groups)) == ["ml.p4d.24xlarge", "ml.c5.18xlarge"]
 
 
-moments = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2040, 1, 1)).map(lambda d: d.replace(tzinfo=UTC))
+moments = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2040, 1, 1)).map(
+    lambda d: d.replace(tzinfo=UTC)
+)
 
 
 @given(
@@ -78,8 +80,16 @@ def test_the_index_sort_key_sorts_like_the_scheduling_order(a: tuple, b: tuple) 
 
 def test_higher_priority_first_then_earlier_submission() -> None:
     now = datetime(2024, 1, 1, tzinfo=UTC)
-    jobs = [(1, now, "late-high"), (0, now - timedelta(hours=1), "early-low"), (1, now - timedelta(seconds=1), "early-high")]
-    assert [name for *_, name in sorted(jobs, key=lambda j: scheduling_order(*j))] == ["early-high", "late-high", "early-low"]
+    jobs = [
+        (1, now, "late-high"),
+        (0, now - timedelta(hours=1), "early-low"),
+        (1, now - timedelta(seconds=1), "early-high"),
+    ]
+    assert [name for *_, name in sorted(jobs, key=lambda j: scheduling_order(*j))] == [
+        "early-high",
+        "late-high",
+        "early-low",
+    ]
 
 
 # ------------------------------------------------------------------ bounded attempts and history

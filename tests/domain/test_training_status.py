@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job, attempt_name
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import apply_status, is_own_attempt, vanished
-from smq_lambda.ports import TrainingJobStatus
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -30,9 +30,14 @@ def base_request(name: str, *, priority: int, hyperparameters: Mapping[str, str]
     }
 
 
-def synthetic_request(name: str, *, priority: int = 0, duration: float = 2, outcome: str = "complete") -> dict[str, Any]:
+def synthetic_request(
+    name: str, *, priority: int = 0, duration: float = 2, outcome: str = "complete"
+) -> dict[str, Any]:
     """A job of the synthetic executor; values JSON-encoded the way the SageMaker SDK sends them."""
-    hyperparameters = {"smq_synthetic_duration": json.dumps(str(duration)), "smq_synthetic_outcome": json.dumps(outcome)}
+    hyperparameters = {
+        "smq_synthetic_duration": json.dumps(str(duration)),
+        "smq_synthetic_outcome": json.dumps(outcome),
+    }
     return base_request(name, priority=priority, hyperparameters=hyperparameters)
 
 

@@ -31,7 +31,9 @@ def _children_once_spawned(pid: int, timeout: float = 30) -> list[psutil.Process
 
 
 @pytest.mark.slow
-def test_the_real_trainer_is_preempted_resumes_from_its_checkpoint_and_completes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_real_trainer_is_preempted_resumes_from_its_checkpoint_and_completes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run_demo(tmp_path / "demo") == 0
 
     printed = capsys.readouterr().out
@@ -61,8 +63,12 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
         s3 = boto3.client("s3", endpoint_url=state["env"]["AWS_ENDPOINT_URL_S3"], region_name="us-east-1",
                           aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
         s3.upload_file(str(archive), "smq-local", "code/up.tar.gz")
-        client.add_job(process_request("up-job", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py"))
-        client.add_job(process_request("up-doomed", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py"))
+        client.add_job(
+            process_request("up-job", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py")
+        )
+        client.add_job(
+            process_request("up-doomed", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py")
+        )
         wait_for(client, "up-job", {"running"})
         wait_for(client, "up-doomed", {"running"})
         inject = [sys.executable, "-m", "smq.cli", "local", "inject", "fail", "up-doomed", "--workdir", str(workdir),
@@ -70,7 +76,9 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
         injected = subprocess.run(inject, capture_output=True, text=True, timeout=60)
         assert injected.returncode == 0, injected.stderr
         assert "injected fail" in injected.stdout
-        assert "injected" in wait_for(client, "up-doomed", {"failed"}, timeout=30)["reason"], "a user-code failure is final"
+        assert "injected" in wait_for(client, "up-doomed", {"failed"}, timeout=30)["reason"], (
+            "a user-code failure is final"
+        )
         family = _children_once_spawned(up.pid)
 
         up.send_signal(signal.SIGINT)
@@ -79,5 +87,7 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
         if up.poll() is None:
             up.kill()
     time.sleep(0.5)
-    assert [process.pid for process in family if process.is_running() and process.status() != psutil.STATUS_ZOMBIE] == []
+    assert [
+        process.pid for process in family if process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    ] == []
     assert not (workdir / "stack.json").exists()

@@ -36,12 +36,17 @@ def test_seed_scenario(stack: LocalStack, client: SmqApiClient) -> None:
     assert "seed-job4" in preempted["reason"]
     assert client.get_job("seed-job2")["state"] == "running", "the lowest priority job is preempted"
 
-    jobs = {name: wait_for(client, name, FINISHED, timeout=90) for name in ("seed-job1", "seed-job2", "seed-job3", "seed-job4")}
+    jobs = {
+        name: wait_for(client, name, FINISHED, timeout=90)
+        for name in ("seed-job1", "seed-job2", "seed-job3", "seed-job4")
+    }
 
     assert {job["state"] for job in jobs.values()} == {"completed"}
     job1 = jobs["seed-job1"]
     assert [attempt["outcome"] for attempt in job1["attempts"]] == ["preempted", "completed"]
-    assert started_at(job1, 2) <= started_at(jobs["seed-job3"], 1), "job1 resumes no later than job3 (earlier submission)"
+    assert started_at(job1, 2) <= started_at(jobs["seed-job3"], 1), (
+        "job1 resumes no later than job3 (earlier submission)"
+    )
     assert started_at(jobs["seed-job4"], 1) < started_at(job1, 2)
 
 
@@ -109,7 +114,9 @@ def test_an_injected_failure_of_the_training_code_fails_the_job(stack: LocalStac
 
 
 @pytest.mark.slow
-def test_a_spot_interruption_is_sagemakers_to_recover_and_stays_one_attempt(stack: LocalStack, client: SmqApiClient) -> None:
+def test_a_spot_interruption_is_sagemakers_to_recover_and_stays_one_attempt(
+    stack: LocalStack, client: SmqApiClient
+) -> None:
     request = synthetic_request("spot", duration=3)
     request["EnableManagedSpotTraining"] = True
     request["StoppingCondition"] = {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 1200}

@@ -72,7 +72,11 @@ def test_cancel_sends_sigterm_and_a_graceful_job_ends_at_once(
 ) -> None:
     caplog.set_level(logging.INFO, logger=EXECUTOR_LOGGER)
     client = SmqApiClient(stack.api_url, region="us-east-1")
-    client.add_job(process_request("graceful", priority=0, source_uri=_source(stack, tmp_path, "graceful", GRACEFUL), program="main.py"))
+    client.add_job(
+        process_request(
+            "graceful", priority=0, source_uri=_source(stack, tmp_path, "graceful", GRACEFUL), program="main.py"
+        )
+    )
     running = wait_for(client, "graceful", {"running"})
     _wait_for_log(stack, running["training_job_name"], "started")
 
@@ -89,7 +93,11 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(
 ) -> None:
     caplog.set_level(logging.INFO, logger=EXECUTOR_LOGGER)
     client = SmqApiClient(stack.api_url, region="us-east-1")
-    client.add_job(process_request("stubborn", priority=0, source_uri=_source(stack, tmp_path, "stubborn", STUBBORN), program="main.py"))
+    client.add_job(
+        process_request(
+            "stubborn", priority=0, source_uri=_source(stack, tmp_path, "stubborn", STUBBORN), program="main.py"
+        )
+    )
     running = wait_for(client, "stubborn", {"running"})
     _wait_for_log(stack, running["training_job_name"], "ignoring SIGTERM")
 

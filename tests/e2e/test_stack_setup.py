@@ -34,7 +34,9 @@ def test_the_local_table_is_made_from_the_template(tmp_path: Path) -> None:
     assert "IndexName: by-state" in text
     changed = tmp_path / "template.yaml"
     changed.write_text(text.replace("IndexName: by-state", "IndexName: by-state-v2"))
-    options = LocalStackOptions(capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, template=changed, reconcile_every_seconds=None)
+    options = LocalStackOptions(
+        capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, template=changed, reconcile_every_seconds=None
+    )
 
     with LocalStack(options) as local:
         table = local.boto3_client("dynamodb").describe_table(TableName="smq-queue")["Table"]
@@ -43,7 +45,9 @@ def test_the_local_table_is_made_from_the_template(tmp_path: Path) -> None:
 
 
 def test_one_stack_per_process(tmp_path: Path) -> None:
-    options = LocalStackOptions(capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, reconcile_every_seconds=None)
+    options = LocalStackOptions(
+        capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, reconcile_every_seconds=None
+    )
     with LocalStack(options):
         with pytest.raises(RuntimeError, match="already running"):
             LocalStack(options).start()

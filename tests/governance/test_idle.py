@@ -328,7 +328,6 @@ def test_orphans_are_deleted_a_hundred_at_a_time() -> None:
     assert len({name for delete in deletes for name in delete.alarm_names}) == 250
 
 
-
 @pytest.mark.parametrize(
     ("prefix", "valid"),
     [

@@ -187,4 +187,3 @@ def test_a_long_name_is_cut_to_fit_the_subject() -> None:
     assert isinstance(notice, NotifyPolicy)
     assert len(notice.subject) == 100 and notice.subject.endswith("...")
     assert name in notice.subject
-

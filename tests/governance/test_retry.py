@@ -15,7 +15,9 @@ from smq_lambda.governance.retry import FAILURE_TABLE, Cause, classify, decide_f
 from .builders import NOW, attempt_name, description, job, transitions
 
 INTERNAL = "InternalServerError: We encountered an internal error. Please try again."
-CAPACITY = "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+CAPACITY = (
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+)
 USER_SCRIPT = ('AlgorithmError: ExecuteUserScriptError:\nCommand "/opt/conda/bin/python3.6 /run_pytorch_training.py '
                '--batch_size 768 --epochs 100"')  # fmt: skip
 

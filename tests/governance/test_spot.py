@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import (
@@ -19,11 +20,12 @@ from smq_lambda.governance.spot import (
     is_spot,
     on_demand_request,
 )
-from smq_lambda.ports import TrainingJobStatus
 
 from .builders import attempt_name, description, job, request, spot_request, transitions
 
-INTERRUPTED_TWICE = transitions("Starting", "Training", "Interrupted", "Starting", "Training", "Interrupted", "Starting")
+INTERRUPTED_TWICE = transitions(
+    "Starting", "Training", "Interrupted", "Starting", "Training", "Interrupted", "Starting"
+)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +84,9 @@ def test_the_transform_keeps_every_other_field(members: dict[str, Any], stopping
     on_demand_again = on_demand_request(on_demand)
     assert on_demand_again == on_demand
     for value in on_demand.values():
-        assert all(value is not original_value for original_value in original.values() if isinstance(value, dict | list))
+        assert all(
+            value is not original_value for original_value in original.values() if isinstance(value, dict | list)
+        )
 
 
 SPOT_JOB = job(JobState.RUNNING, stored_request=spot_request())

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import TrainingServiceError
 from smq_lambda.governance.limits import UNKNOWN_CREATOR
 from smq_lambda.governance.policy import Policy
 from smq_lambda.handlers.scheduler import handle
-from smq_lambda.ports import TrainingJobStatus
 from smq_lambda.service.outside_jobs import SWEEP_WINDOW, OutsideJobs
 
 from tests.service.harness import POOL, World, training_request

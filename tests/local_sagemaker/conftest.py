@@ -20,8 +20,7 @@ from smq.local.sagemaker import LocalSageMaker, PhaseTimings
 SCRIPTS = Path(__file__).parent / "scripts"
 ROLE = "arn:aws:iam::000000000000:role/SageMakerRole"
 BUCKET = "smq-test"
-FAST = PhaseTimings(starting=0.05, downloading=0.02, uploading=0.02, restart=0.1,
-                    metric_interval=0.2)
+FAST = PhaseTimings(starting=0.05, downloading=0.02, uploading=0.02, restart=0.1, metric_interval=0.2)
 TERMINAL = ("Completed", "Failed", "Stopped")
 
 
@@ -51,8 +50,13 @@ def aws_env(moto_endpoint: str) -> dict[str, str]:
 
 def aws(service: str, env: dict[str, str]) -> Any:
     variable = "AWS_ENDPOINT_URL_" + {"logs": "LOGS"}.get(service, service.upper())
-    return boto3.client(service, endpoint_url=env[variable], region_name="us-east-1",
-                        aws_access_key_id="testing", aws_secret_access_key="testing")
+    return boto3.client(
+        service,
+        endpoint_url=env[variable],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 class Stack:
@@ -62,23 +66,36 @@ class Stack:
         self.service = service
         self.workdir = workdir
         self.events: list[dict[str, Any]] = []
-        self.client = boto3.client("sagemaker", endpoint_url=service.url, region_name="us-east-1",
-                                   aws_access_key_id="testing", aws_secret_access_key="testing")
+        self.client = boto3.client(
+            "sagemaker",
+            endpoint_url=service.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
 
     def statuses(self, name: str) -> list[tuple[str, str]]:
-        return [(e["detail"]["TrainingJobStatus"], e["detail"]["SecondaryStatus"])
-                for e in list(self.events) if e["detail"]["TrainingJobName"] == name]
+        return [
+            (e["detail"]["TrainingJobStatus"], e["detail"]["SecondaryStatus"])
+            for e in list(self.events)
+            if e["detail"]["TrainingJobName"] == name
+        ]
 
-    def wait(self, name: str, until: Callable[[dict[str, Any]], bool] = lambda d: (
-            d["TrainingJobStatus"] in TERMINAL), timeout: float = 20.0) -> dict[str, Any]:
+    def wait(
+        self,
+        name: str,
+        until: Callable[[dict[str, Any]], bool] = lambda d: d["TrainingJobStatus"] in TERMINAL,
+        timeout: float = 20.0,
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             description = self.client.describe_training_job(TrainingJobName=name)
             if until(description):
                 return description
             if time.monotonic() > deadline:
-                raise AssertionError(f"{name} never got there: {description['TrainingJobStatus']}"
-                                     f"/{description['SecondaryStatus']}")
+                raise AssertionError(
+                    f"{name} never got there: {description['TrainingJobStatus']}/{description['SecondaryStatus']}"
+                )
             time.sleep(0.02)
 
     def wait_secondary(self, name: str, secondary: str, timeout: float = 20.0) -> dict[str, Any]:
@@ -97,9 +114,13 @@ def make_stack(tmp_path: Path, aws_env: dict[str, str]) -> Iterator[Callable[...
     started: list[LocalSageMaker] = []
 
     def make(handler: Callable[[dict[str, Any]], None] | None = None, **options: Any) -> Stack:
-        settings: dict[str, Any] = {"workdir": tmp_path / f"sm{len(started)}",
-                                    "executor": "synthetic", "aws_env": aws_env,
-                                    "timings": FAST, "stop_grace_seconds": 5.0}
+        settings: dict[str, Any] = {
+            "workdir": tmp_path / f"sm{len(started)}",
+            "executor": "synthetic",
+            "aws_env": aws_env,
+            "timings": FAST,
+            "stop_grace_seconds": 5.0,
+        }
         settings.update(options)
         stack: Stack
 
@@ -138,11 +159,9 @@ def job_request(name: str, **overrides: Any) -> dict[str, Any]:
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "RoleArn": ROLE,
-        "AlgorithmSpecification": {"TrainingImage": "local/pytorch:latest",
-                                   "TrainingInputMode": "File"},
+        "AlgorithmSpecification": {"TrainingImage": "local/pytorch:latest", "TrainingInputMode": "File"},
         "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/output"},
-        "ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1,
-                           "VolumeSizeInGB": 30},
+        "ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
         "HyperParameters": {},
     }
@@ -150,15 +169,14 @@ def job_request(name: str, **overrides: Any) -> dict[str, Any]:
     return request
 
 
-def synthetic_job(name: str, duration: float = 0.2, outcome: str = "complete",
-                  **overrides: Any) -> dict[str, Any]:
-    hyperparameters = {"smq_synthetic_duration": str(duration),
-                       "smq_synthetic_outcome": f'"{outcome}"'}
+def synthetic_job(name: str, duration: float = 0.2, outcome: str = "complete", **overrides: Any) -> dict[str, Any]:
+    hyperparameters = {"smq_synthetic_duration": str(duration), "smq_synthetic_outcome": f'"{outcome}"'}
     return job_request(name, HyperParameters=hyperparameters, **overrides)
 
 
-def script_job(env: dict[str, str], name: str, script: str, *, args: dict[str, Any] | None = None,
-               **overrides: Any) -> dict[str, Any]:
+def script_job(
+    env: dict[str, str], name: str, script: str, *, args: dict[str, Any] | None = None, **overrides: Any
+) -> dict[str, Any]:
     """A job running `scripts/<script>` from a sourcedir.tar.gz in S3, encoded as the SDK does."""
     source = f"source/{name}/sourcedir.tar.gz"
     buffer = io.BytesIO()
@@ -180,13 +198,14 @@ def s3_keys(env: dict[str, str], prefix: str) -> list[str]:
 
 def log_lines(env: dict[str, str], name: str) -> list[str]:
     logs = aws("logs", env)
-    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs",
-                                        logStreamNamePrefix=f"{name}/")["logStreams"]
+    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{name}/")[
+        "logStreams"
+    ]
     lines: list[str] = []
     for stream in sorted(streams, key=lambda s: s["logStreamName"]):
-        events = logs.get_log_events(logGroupName="/aws/sagemaker/TrainingJobs",
-                                     logStreamName=stream["logStreamName"],
-                                     startFromHead=True)["events"]
+        events = logs.get_log_events(
+            logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=stream["logStreamName"], startFromHead=True
+        )["events"]
         lines.extend(e["message"] for e in events)
     return lines
 
@@ -212,15 +231,20 @@ def run_threads(count: int, target: Callable[[int], None]) -> None:
 def gpu_utilization(aws_env: dict[str, str], name: str, host: int) -> tuple[float, float] | None:
     """(Minimum, Maximum) of the GPUUtilization host `algo-<host>` of job `name` reported lately."""
     data = aws("cloudwatch", aws_env).get_metric_statistics(
-        Namespace="/aws/sagemaker/TrainingJobs", MetricName="GPUUtilization",
+        Namespace="/aws/sagemaker/TrainingJobs",
+        MetricName="GPUUtilization",
         Dimensions=[{"Name": "Host", "Value": f"{name}/algo-{host}"}],
-        StartTime=time.time() - 300, EndTime=time.time() + 60, Period=600,
-        Statistics=["Minimum", "Maximum"])["Datapoints"]
+        StartTime=time.time() - 300,
+        EndTime=time.time() + 60,
+        Period=600,
+        Statistics=["Minimum", "Maximum"],
+    )["Datapoints"]
     return (data[0]["Minimum"], data[0]["Maximum"]) if data else None
 
 
-def wait_for_gpu_utilization(aws_env: dict[str, str], name: str, host: int,
-                             until: Callable[[tuple[float, float]], bool]) -> tuple[float, float]:
+def wait_for_gpu_utilization(
+    aws_env: dict[str, str], name: str, host: int, until: Callable[[tuple[float, float]], bool]
+) -> tuple[float, float]:
     deadline = time.monotonic() + 20
     while (reported := gpu_utilization(aws_env, name, host)) is None or not until(reported):
         assert time.monotonic() < deadline, f"algo-{host} of {name} reported {reported}"

@@ -21,53 +21,65 @@ from smq.local.sagemaker.process import failure_reason
 from smq.local.sagemaker.synthetic import synthetic_plan
 
 
-@pytest.mark.parametrize("raw, decoded", [
-    ('"train.py"', "train.py"),           # the SDK's encoding of a string
-    ("train.py", "train.py"),             # a hand-written request
-    ("10", 10),
-    ("0.001", 0.001),
-    ("true", True),
-    ("True", "True"),                     # not JSON: stays a string
-    ('{"a": 1}', {"a": 1}),
-    ("[1, 2]", [1, 2]),
-    ("", ""),
-    ('"\\"quoted\\""', '"quoted"'),
-])
+@pytest.mark.parametrize(
+    "raw, decoded",
+    [
+        ('"train.py"', "train.py"),  # the SDK's encoding of a string
+        ("train.py", "train.py"),  # a hand-written request
+        ("10", 10),
+        ("0.001", 0.001),
+        ("true", True),
+        ("True", "True"),  # not JSON: stays a string
+        ('{"a": 1}', {"a": 1}),
+        ("[1, 2]", [1, 2]),
+        ("", ""),
+        ('"\\"quoted\\""', '"quoted"'),
+    ],
+)
 def test_hyperparameters_decode_like_the_training_toolkit(raw: str, decoded: Any) -> None:
     assert decode_hyperparameters({"key": raw}) == {"key": decoded}
 
 
 def test_arguments_are_sorted_flags_with_toolkit_formatting() -> None:
-    args = command_line_args({"lr": 0.1, "b": 8, "fp16": True, "name": "vit",
-                              "opts": {"y": 2, "x": 1}})
+    args = command_line_args({"lr": 0.1, "b": 8, "fp16": True, "name": "vit", "opts": {"y": 2, "x": 1}})
 
-    assert args == ["-b", "8", "--fp16", "True", "--lr", "0.1", "--name", "vit",
-                    "--opts", "x=1,y=2"]
+    assert args == ["-b", "8", "--fp16", "True", "--lr", "0.1", "--name", "vit", "--opts", "x=1,y=2"]
 
 
 def test_the_program_runs_with_this_python_and_user_hyperparameters_only() -> None:
-    request = job_request("j", HyperParameters={
-        "sagemaker_program": '"train.py"', "sagemaker_submit_directory": '"s3://b/s.tar.gz"',
-        "sagemaker_region": '"us-east-1"', "epochs": "2"})
+    request = job_request(
+        "j",
+        HyperParameters={
+            "sagemaker_program": '"train.py"',
+            "sagemaker_submit_directory": '"s3://b/s.tar.gz"',
+            "sagemaker_region": '"us-east-1"',
+            "epochs": "2",
+        },
+    )
 
     assert entry_command(request, "/venv/python") == ["/venv/python", "train.py", "--epochs", "2"]
 
 
 def test_a_container_entrypoint_python_means_this_python() -> None:
     request = job_request("j")
-    request["AlgorithmSpecification"] |= {"ContainerEntrypoint": ["python3", "run.py"],
-                                          "ContainerArguments": ["--x", "1"]}
+    request["AlgorithmSpecification"] |= {
+        "ContainerEntrypoint": ["python3", "run.py"],
+        "ContainerArguments": ["--x", "1"],
+    }
 
     assert entry_command(request, "/venv/python") == ["/venv/python", "run.py", "--x", "1"]
 
 
 def test_the_environment_describes_channels_and_hyperparameters(tmp_path: Path) -> None:
     paths = JobPaths(tmp_path / "jobs" / "j")
-    request = job_request("j", HyperParameters={"sagemaker_program": '"t.py"', "lr": "0.5",
-                                                "model-name": '"vit"'},
-                          InputDataConfig=[{"ChannelName": name, "DataSource": {"S3DataSource": {
-                              "S3DataType": "S3Prefix", "S3Uri": f"s3://b/{name}"}}}
-                              for name in ("validation", "train")])
+    request = job_request(
+        "j",
+        HyperParameters={"sagemaker_program": '"t.py"', "lr": "0.5", "model-name": '"vit"'},
+        InputDataConfig=[
+            {"ChannelName": name, "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://b/{name}"}}}
+            for name in ("validation", "train")
+        ],
+    )
 
     env = container_env(paths, request, job_arn="arn:j")
 
@@ -84,14 +96,19 @@ def test_the_environment_describes_channels_and_hyperparameters(tmp_path: Path) 
 
 
 def test_a_heterogeneous_cluster_runs_on_its_first_group() -> None:
-    request = job_request("j", ResourceConfig={"InstanceGroups": [
-        {"InstanceGroupName": "gpus", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
-        {"InstanceGroupName": "cpus", "InstanceType": "ml.c5.xlarge", "InstanceCount": 4}]})
+    request = job_request(
+        "j",
+        ResourceConfig={
+            "InstanceGroups": [
+                {"InstanceGroupName": "gpus", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+                {"InstanceGroupName": "cpus", "InstanceType": "ml.c5.xlarge", "InstanceCount": 4},
+            ]
+        },
+    )
 
     config = resource_config(request)
 
-    assert (config["current_instance_type"], config["current_group_name"]) == (
-        "ml.p4d.24xlarge", "gpus")
+    assert (config["current_instance_type"], config["current_group_name"]) == ("ml.p4d.24xlarge", "gpus")
     assert config["hosts"] == ["algo-1"]
 
 
@@ -111,29 +128,33 @@ def test_a_script_written_failure_file_is_the_reason(tmp_path: Path) -> None:
     paths.reset()
     paths.failure_file.write_text("CUDA out of memory\n")
 
-    assert failure_reason(paths, 1, ["noise"], ["python"]) == (
-        "AlgorithmError: CUDA out of memory")
+    assert failure_reason(paths, 1, ["noise"], ["python"]) == ("AlgorithmError: CUDA out of memory")
 
 
 def test_a_process_killed_by_a_signal_reports_128_plus_the_signal(tmp_path: Path) -> None:
     assert "ExitCode 137" in failure_reason(JobPaths(tmp_path), -9, [], ["python"])
 
 
-@pytest.mark.parametrize("hyperparameters, plan", [
-    ({}, (5.0, "complete")),
-    ({"smq_synthetic_duration": "2.5", "smq_synthetic_outcome": "fail"}, (2.5, "fail")),
-    ({"smq_synthetic_duration": '"3"', "smq_synthetic_outcome": '"hang"'}, (3.0, "hang")),
-])
-def test_synthetic_plans_decode_sdk_encoded_values(hyperparameters: dict[str, str],
-                                                   plan: tuple[float, str]) -> None:
+@pytest.mark.parametrize(
+    "hyperparameters, plan",
+    [
+        ({}, (5.0, "complete")),
+        ({"smq_synthetic_duration": "2.5", "smq_synthetic_outcome": "fail"}, (2.5, "fail")),
+        ({"smq_synthetic_duration": '"3"', "smq_synthetic_outcome": '"hang"'}, (3.0, "hang")),
+    ],
+)
+def test_synthetic_plans_decode_sdk_encoded_values(hyperparameters: dict[str, str], plan: tuple[float, str]) -> None:
     assert synthetic_plan(hyperparameters) == plan
 
 
-@pytest.mark.parametrize("hyperparameters", [
-    {"smq_synthetic_duration": "-1"},
-    {"smq_synthetic_duration": '"soon"'},
-    {"smq_synthetic_outcome": "explode"},
-])
+@pytest.mark.parametrize(
+    "hyperparameters",
+    [
+        {"smq_synthetic_duration": "-1"},
+        {"smq_synthetic_duration": '"soon"'},
+        {"smq_synthetic_outcome": "explode"},
+    ],
+)
 def test_bad_synthetic_plans_are_rejected(hyperparameters: dict[str, str]) -> None:
     with pytest.raises(ValidationError):
         synthetic_plan(hyperparameters)

@@ -25,17 +25,25 @@ def test_a_job_passes_through_every_phase_and_emits_an_event_for_each(synthetic:
     description = synthetic.wait(name)
     synthetic.wait_events(name, "Completed")
 
-    expected = [("InProgress", "Starting"), ("InProgress", "Downloading"),
-                ("InProgress", "Training"), ("InProgress", "Uploading"),
-                ("Completed", "Completed")]
+    expected = [
+        ("InProgress", "Starting"),
+        ("InProgress", "Downloading"),
+        ("InProgress", "Training"),
+        ("InProgress", "Uploading"),
+        ("Completed", "Completed"),
+    ]
     assert synthetic.statuses(name) == expected
     transitions = description["SecondaryStatusTransitions"]
     assert [t["Status"] for t in transitions] == [s for _, s in expected]
     assert all(t["StartTime"] <= t["EndTime"] for t in transitions)
     assert all(a["EndTime"] == b["StartTime"] for a, b in itertools.pairwise(transitions))
     assert all(t["StatusMessage"] for t in transitions)
-    assert (description["CreationTime"] <= description["TrainingStartTime"]
-            < description["TrainingEndTime"] == description["LastModifiedTime"])
+    assert (
+        description["CreationTime"]
+        <= description["TrainingStartTime"]
+        < description["TrainingEndTime"]
+        == description["LastModifiedTime"]
+    )
     assert description["BillableTimeInSeconds"] >= 1
     assert "FailureReason" not in description
 
@@ -54,18 +62,27 @@ def test_a_completed_synthetic_job_reports_its_model_artifacts(synthetic: Stack,
 
 def test_describe_echoes_the_request(synthetic: Stack) -> None:
     name = unique("echo")
-    request = synthetic_job(name, duration=30, EnableManagedSpotTraining=True,
-                            CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/echo"},
-                            StoppingCondition={"MaxRuntimeInSeconds": 600,
-                                               "MaxWaitTimeInSeconds": 1200})
+    request = synthetic_job(
+        name,
+        duration=30,
+        EnableManagedSpotTraining=True,
+        CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/echo"},
+        StoppingCondition={"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 1200},
+    )
     arn = synthetic.client.create_training_job(**request)["TrainingJobArn"]
 
     description = synthetic.client.describe_training_job(TrainingJobName=name)
 
-    assert description["TrainingJobArn"] == arn == (
-        f"arn:aws:sagemaker:us-east-1:000000000000:training-job/{name}")
-    for member in ("HyperParameters", "AlgorithmSpecification", "RoleArn", "OutputDataConfig",
-                   "ResourceConfig", "StoppingCondition", "CheckpointConfig"):
+    assert description["TrainingJobArn"] == arn == (f"arn:aws:sagemaker:us-east-1:000000000000:training-job/{name}")
+    for member in (
+        "HyperParameters",
+        "AlgorithmSpecification",
+        "RoleArn",
+        "OutputDataConfig",
+        "ResourceConfig",
+        "StoppingCondition",
+        "CheckpointConfig",
+    ):
         assert description[member] == request[member], member
     assert description["EnableManagedSpotTraining"] is True
     assert description["TrainingJobStatus"] == "InProgress"
@@ -73,8 +90,11 @@ def test_describe_echoes_the_request(synthetic: Stack) -> None:
 
 def test_events_have_the_documented_shape(synthetic: Stack) -> None:
     name = unique("shape")
-    synthetic.client.create_training_job(**synthetic_job(name, duration=0.1, Tags=[
-        {"Key": "smq:job", "Value": "job1"}, {"Key": "smq:attempt", "Value": "1"}]))
+    synthetic.client.create_training_job(
+        **synthetic_job(
+            name, duration=0.1, Tags=[{"Key": "smq:job", "Value": "job1"}, {"Key": "smq:attempt", "Value": "1"}]
+        )
+    )
     synthetic.wait(name)
     synthetic.wait_events(name, "Completed")
 
@@ -104,14 +124,16 @@ def test_a_stopped_synthetic_job_goes_from_training_through_stopping_to_stopped(
     synthetic.client.stop_training_job(TrainingJobName=name)
     description = synthetic.wait(name)
 
-    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
-        "Stopped", "Stopped")
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == ("Stopped", "Stopped")
     transitions = description["SecondaryStatusTransitions"]
     assert [t["Status"] for t in transitions][-3:] == ["Training", "Stopping", "Stopped"]
     assert all(a["EndTime"] == b["StartTime"] for a, b in itertools.pairwise(transitions))
     synthetic.wait_events(name, "Stopped")
     assert synthetic.statuses(name)[-3:] == [
-        ("InProgress", "Training"), ("Stopping", "Stopping"), ("Stopped", "Stopped")]
+        ("InProgress", "Training"),
+        ("Stopping", "Stopping"),
+        ("Stopped", "Stopped"),
+    ]
 
 
 def test_a_job_stopped_while_starting_never_trains(make_stack: Any) -> None:
@@ -134,8 +156,7 @@ def test_a_failing_synthetic_job_fails_with_a_reason(synthetic: Stack) -> None:
 
     description = synthetic.wait(name)
 
-    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
-        "Failed", "Failed")
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == ("Failed", "Failed")
     assert description["FailureReason"].startswith("AlgorithmError")
     synthetic.wait_events(name, "Failed")
     assert synthetic.events[-1]["detail"]["FailureReason"] == description["FailureReason"]
@@ -143,15 +164,18 @@ def test_a_failing_synthetic_job_fails_with_a_reason(synthetic: Stack) -> None:
 
 def test_max_runtime_exceeded_stops_the_job(synthetic: Stack) -> None:
     name = unique("maxrun")
-    synthetic.client.create_training_job(**synthetic_job(
-        name, outcome="hang", duration=0, StoppingCondition={"MaxRuntimeInSeconds": 1}))
+    synthetic.client.create_training_job(
+        **synthetic_job(name, outcome="hang", duration=0, StoppingCondition={"MaxRuntimeInSeconds": 1})
+    )
 
     description = synthetic.wait(name)
 
-    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
-        "Stopped", "MaxRuntimeExceeded")
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == ("Stopped", "MaxRuntimeExceeded")
     assert [t["Status"] for t in description["SecondaryStatusTransitions"]][-3:] == [
-        "Training", "Stopping", "MaxRuntimeExceeded"]
+        "Training",
+        "Stopping",
+        "MaxRuntimeExceeded",
+    ]
     assert "FailureReason" not in description
 
 
@@ -162,14 +186,18 @@ def test_max_wait_time_exceeded_stops_a_spot_job(make_stack: Any) -> None:
     # Starting phase that outlasts any wait below, only the wait limit can end the job.
     stack = make_stack(timings=PhaseTimings(starting=3600.0))
     name = unique("maxwait")
-    stack.client.create_training_job(**synthetic_job(
-        name, duration=30, EnableManagedSpotTraining=True,
-        StoppingCondition={"MaxRuntimeInSeconds": 1, "MaxWaitTimeInSeconds": 1}))
+    stack.client.create_training_job(
+        **synthetic_job(
+            name,
+            duration=30,
+            EnableManagedSpotTraining=True,
+            StoppingCondition={"MaxRuntimeInSeconds": 1, "MaxWaitTimeInSeconds": 1},
+        )
+    )
 
     description = stack.wait(name)
 
-    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == (
-        "Stopped", "MaxWaitTimeExceeded")
+    assert (description["TrainingJobStatus"], description["SecondaryStatus"]) == ("Stopped", "MaxWaitTimeExceeded")
     assert "Training" not in [t["Status"] for t in description["SecondaryStatusTransitions"]]
 
 
@@ -179,9 +207,14 @@ def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> 
     it trains those 3 s again, restarted all 10."""
     duration, trained_before_interruption = 10.0, 7.0
     name = unique("spot")
-    synthetic.client.create_training_job(**synthetic_job(
-        name, duration=duration, EnableManagedSpotTraining=True,
-        CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/spot"}))
+    synthetic.client.create_training_job(
+        **synthetic_job(
+            name,
+            duration=duration,
+            EnableManagedSpotTraining=True,
+            CheckpointConfig={"S3Uri": "s3://smq-test/ckpt/spot"},
+        )
+    )
     synthetic.wait_secondary(name, "Training")
     time.sleep(trained_before_interruption)
 
@@ -191,8 +224,16 @@ def test_a_spot_interruption_restarts_the_job_where_it_was(synthetic: Stack) -> 
     assert description["TrainingJobStatus"] == "Completed"
     transitions = description["SecondaryStatusTransitions"]
     assert [t["Status"] for t in transitions] == [
-        "Starting", "Downloading", "Training", "Interrupted", "Starting", "Downloading",
-        "Training", "Uploading", "Completed"]
+        "Starting",
+        "Downloading",
+        "Training",
+        "Interrupted",
+        "Starting",
+        "Downloading",
+        "Training",
+        "Uploading",
+        "Completed",
+    ]
     second_training = transitions[6]
     # Restarted from scratch, it would train for the whole duration again; resumed, it trains only
     # what was left. The margin between the two is seconds, not a timing claim.
@@ -227,20 +268,18 @@ def test_an_injected_failure_fails_the_job(synthetic: Stack) -> None:
 
 
 def test_a_hung_job_keeps_training_and_reports_idle_gpus_on_every_host(
-        synthetic: Stack, aws_env: dict[str, str]) -> None:
+    synthetic: Stack, aws_env: dict[str, str]
+) -> None:
     name = unique("hang")
     resources = {"InstanceType": "ml.g5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
-    synthetic.client.create_training_job(**synthetic_job(
-        name, duration=0.5, outcome="hang", ResourceConfig=resources))
+    synthetic.client.create_training_job(**synthetic_job(name, duration=0.5, outcome="hang", ResourceConfig=resources))
     synthetic.wait_secondary(name, "Training")
 
-    reported = [wait_for_gpu_utilization(aws_env, name, host, lambda seen: seen[0] == 0.0)
-                for host in (1, 2)]
+    reported = [wait_for_gpu_utilization(aws_env, name, host, lambda seen: seen[0] == 0.0) for host in (1, 2)]
 
     assert reported == [(0.0, 100.0), (0.0, 100.0)]  # busy while it trained, idle once hung
     assert gpu_utilization(aws_env, name, 3) is None
-    assert synthetic.client.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == (
-        "Training")
+    assert synthetic.client.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == ("Training")
 
 
 def test_event_handlers_may_call_the_service_back(make_stack: Any) -> None:

@@ -18,9 +18,9 @@ from smq.local.sagemaker import FaultRejected, request_fault
 
 def raw_post(url: str, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
     """One JSON 1.1 call as bytes on the wire: what no botocore serializer would send."""
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"X-Amz-Target": target,
-                                              "Content-Type": "application/x-amz-json-1.1"})
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
+    )
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
@@ -31,8 +31,7 @@ def raw_post(url: str, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
 def error_of(call: Any, **params: Any) -> dict[str, str]:
     with pytest.raises(ClientError) as raised:
         call(**params)
-    return raised.value.response["Error"] | {
-        "status": raised.value.response["ResponseMetadata"]["HTTPStatusCode"]}
+    return raised.value.response["Error"] | {"status": raised.value.response["ResponseMetadata"]["HTTPStatusCode"]}
 
 
 def test_a_duplicate_name_is_resource_in_use(synthetic: Stack) -> None:
@@ -50,36 +49,57 @@ def test_unknown_jobs_are_resource_not_found(synthetic: Stack) -> None:
     for call in (synthetic.client.describe_training_job, synthetic.client.stop_training_job):
         with pytest.raises(synthetic.client.exceptions.ResourceNotFound):
             call(TrainingJobName="no-such-job")
-    error = error_of(synthetic.client.list_tags, ResourceArn=(
-        "arn:aws:sagemaker:us-east-1:000000000000:training-job/no-such-job"))
+    error = error_of(
+        synthetic.client.list_tags, ResourceArn=("arn:aws:sagemaker:us-east-1:000000000000:training-job/no-such-job")
+    )
     assert error["Code"] == "ResourceNotFound"
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"TrainingJobName": "under_score"}, "trainingJobName"),
-    ({"TrainingJobName": "x" * 64}, "trainingJobName"),
-    ({"RoleArn": "arn:aws:iam::000000000000:user/someone"}, "roleArn"),
-    ({"OutputDataConfig": {"S3OutputPath": "/tmp/out"}}, "s3OutputPath"),
-    ({"ResourceConfig": {"InstanceType": "ml.nope.large", "InstanceCount": 1}}, "instanceType"),
-    ({"AlgorithmSpecification": {"TrainingImage": "i", "TrainingInputMode": "Stream"}},
-     "trainingInputMode"),
-    ({"AlgorithmSpecification": {"TrainingInputMode": "File"}}, "TrainingImage"),
-    ({"HyperParameters": {"lr": "x" * 2501}}, "hyperParameters"),
-    ({"InputDataConfig": [{"ChannelName": "bad name!", "DataSource": {"S3DataSource": {
-        "S3DataType": "S3Prefix", "S3Uri": "s3://b/k"}}}]}, "channelName"),
-    ({"StoppingCondition": {"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 120}},
-     "EnableManagedSpotTraining"),
-    ({"EnableManagedSpotTraining": True,
-      "StoppingCondition": {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 60}},
-     "greater than or equal"),
-    ({"Tags": [{"Key": "bad{key}", "Value": "v"}]}, "tags.1.member.key"),
-    ({"HyperParameters": {"smq_synthetic_outcome": "explode"}}, "smq_synthetic_outcome"),
-    ({"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "InstanceGroups": [
-        {"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}]}},
-     "not both"),
-])
-def test_invalid_requests_are_validation_exceptions(synthetic: Stack, change: dict[str, Any],
-                                                    field: str) -> None:
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"TrainingJobName": "under_score"}, "trainingJobName"),
+        ({"TrainingJobName": "x" * 64}, "trainingJobName"),
+        ({"RoleArn": "arn:aws:iam::000000000000:user/someone"}, "roleArn"),
+        ({"OutputDataConfig": {"S3OutputPath": "/tmp/out"}}, "s3OutputPath"),
+        ({"ResourceConfig": {"InstanceType": "ml.nope.large", "InstanceCount": 1}}, "instanceType"),
+        ({"AlgorithmSpecification": {"TrainingImage": "i", "TrainingInputMode": "Stream"}}, "trainingInputMode"),
+        ({"AlgorithmSpecification": {"TrainingInputMode": "File"}}, "TrainingImage"),
+        ({"HyperParameters": {"lr": "x" * 2501}}, "hyperParameters"),
+        (
+            {
+                "InputDataConfig": [
+                    {
+                        "ChannelName": "bad name!",
+                        "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/k"}},
+                    }
+                ]
+            },
+            "channelName",
+        ),
+        ({"StoppingCondition": {"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 120}}, "EnableManagedSpotTraining"),
+        (
+            {
+                "EnableManagedSpotTraining": True,
+                "StoppingCondition": {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 60},
+            },
+            "greater than or equal",
+        ),
+        ({"Tags": [{"Key": "bad{key}", "Value": "v"}]}, "tags.1.member.key"),
+        ({"HyperParameters": {"smq_synthetic_outcome": "explode"}}, "smq_synthetic_outcome"),
+        (
+            {
+                "ResourceConfig": {
+                    "InstanceType": "ml.g5.xlarge",
+                    "InstanceCount": 1,
+                    "InstanceGroups": [{"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}],
+                }
+            },
+            "not both",
+        ),
+    ],
+)
+def test_invalid_requests_are_validation_exceptions(synthetic: Stack, change: dict[str, Any], field: str) -> None:
     request = synthetic_job(unique("bad")) | change
 
     error = error_of(synthetic.client.create_training_job, **request)
@@ -91,8 +111,9 @@ def test_invalid_requests_are_validation_exceptions(synthetic: Stack, change: di
 def test_instance_groups_are_accepted(synthetic: Stack) -> None:
     name = unique("groups")
     groups = [{"InstanceGroupName": "gpus", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 2}]
-    synthetic.client.create_training_job(**synthetic_job(
-        name, duration=0, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 30}))
+    synthetic.client.create_training_job(
+        **synthetic_job(name, duration=0, ResourceConfig={"InstanceGroups": groups, "VolumeSizeInGB": 30})
+    )
 
     description = synthetic.wait(name)
 
@@ -102,9 +123,14 @@ def test_instance_groups_are_accepted(synthetic: Stack) -> None:
 
 def test_the_service_checks_what_boto3_lets_through(synthetic: Stack) -> None:
     """A client with parameter validation off reaches the server with a request missing members."""
-    raw = boto3.client("sagemaker", endpoint_url=synthetic.service.url, region_name="us-east-1",
-                       aws_access_key_id="t", aws_secret_access_key="t",
-                       config=Config(parameter_validation=False))
+    raw = boto3.client(
+        "sagemaker",
+        endpoint_url=synthetic.service.url,
+        region_name="us-east-1",
+        aws_access_key_id="t",
+        aws_secret_access_key="t",
+        config=Config(parameter_validation=False),
+    )
     request = synthetic_job(unique("raw"))
     del request["OutputDataConfig"]
 
@@ -114,16 +140,27 @@ def test_the_service_checks_what_boto3_lets_through(synthetic: Stack) -> None:
     assert "outputDataConfig" in error["Message"]
 
 
-@pytest.mark.parametrize("change, code, words", [
-    ({"HyperParameters": {"smq_synthetic_duration": 0.2}}, "SerializationException",
-     "HyperParameters.smq_synthetic_duration must be a string"),
-    ({"Environment": {"SEED": 7}}, "SerializationException", "Environment.SEED must be a string"),
-    ({"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": None}},
-     "ValidationException", "Value null at 'resourceConfig.volumeSizeInGB'"),
-    ({"InputDataConfig": "s3://smq-test/train"}, "SerializationException", "InputDataConfig must be a list"),
-], ids=["numeric hyperparameter", "numeric environment", "null volume", "string input config"])
-def test_what_boto3_would_refuse_the_service_refuses_too(synthetic: Stack, change: dict[str, Any],
-                                                        code: str, words: str) -> None:
+@pytest.mark.parametrize(
+    "change, code, words",
+    [
+        (
+            {"HyperParameters": {"smq_synthetic_duration": 0.2}},
+            "SerializationException",
+            "HyperParameters.smq_synthetic_duration must be a string",
+        ),
+        ({"Environment": {"SEED": 7}}, "SerializationException", "Environment.SEED must be a string"),
+        (
+            {"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": None}},
+            "ValidationException",
+            "Value null at 'resourceConfig.volumeSizeInGB'",
+        ),
+        ({"InputDataConfig": "s3://smq-test/train"}, "SerializationException", "InputDataConfig must be a list"),
+    ],
+    ids=["numeric hyperparameter", "numeric environment", "null volume", "string input config"],
+)
+def test_what_boto3_would_refuse_the_service_refuses_too(
+    synthetic: Stack, change: dict[str, Any], code: str, words: str
+) -> None:
     """The four requests the queue used to accept, sent as JSON no botocore client would send."""
     name = unique("typed")
     body = json.dumps(synthetic_job(name) | change).encode()
@@ -132,8 +169,7 @@ def test_what_boto3_would_refuse_the_service_refuses_too(synthetic: Stack, chang
 
     assert (error["__type"], status) == (code, 400)
     assert words in error["Message"]
-    assert error_of(synthetic.client.describe_training_job, TrainingJobName=name)["Code"] == (
-        "ResourceNotFound")
+    assert error_of(synthetic.client.describe_training_job, TrainingJobName=name)["Code"] == ("ResourceNotFound")
 
 
 def test_a_finished_job_cannot_be_stopped(synthetic: Stack) -> None:
@@ -151,10 +187,13 @@ def test_unknown_operations_and_bad_bodies_are_rejected(synthetic: Stack) -> Non
     def post(target: str, body: bytes) -> tuple[int, dict[str, Any]]:
         return raw_post(synthetic.service.url, target, body)
 
-    assert post("SageMaker.CreateEndpoint", b"{}") == (400, {
-        "__type": "UnknownOperationException",
-        "Message": "Operation SageMaker.CreateEndpoint is not supported by the local SageMaker "
-                   "service."})
+    assert post("SageMaker.CreateEndpoint", b"{}") == (
+        400,
+        {
+            "__type": "UnknownOperationException",
+            "Message": "Operation SageMaker.CreateEndpoint is not supported by the local SageMaker service.",
+        },
+    )
     status, body = post("SageMaker.ListTrainingJobs", b"{not json")
     assert (status, body["__type"]) == (400, "SerializationException")
     wrong_type = synthetic_job(unique("raw")) | {"HyperParameters": ["not", "a", "map"]}
@@ -176,8 +215,10 @@ def test_list_training_jobs_filters_and_sorts(synthetic: Stack) -> None:
     client = synthetic.client
 
     def listed(**params: Any) -> list[str]:
-        return [s["TrainingJobName"] for s in client.list_training_jobs(
-            NameContains=prefix, MaxResults=100, **params)["TrainingJobSummaries"]]
+        return [
+            s["TrainingJobName"]
+            for s in client.list_training_jobs(NameContains=prefix, MaxResults=100, **params)["TrainingJobSummaries"]
+        ]
 
     assert listed() == names
     assert listed(SortOrder="Descending") == names[::-1]
@@ -189,9 +230,15 @@ def test_list_training_jobs_filters_and_sorts(synthetic: Stack) -> None:
     assert listed(LastModifiedTimeAfter=middle, StatusEquals="Completed") == []
     assert listed(SortBy="Status") == names[:3] + names[3:]  # "Completed" < "InProgress"
     summary = client.list_training_jobs(NameContains=names[0])["TrainingJobSummaries"][0]
-    assert set(summary) == {"TrainingJobName", "TrainingJobArn", "CreationTime",
-                            "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus",
-                            "TrainingEndTime"}
+    assert set(summary) == {
+        "TrainingJobName",
+        "TrainingJobArn",
+        "CreationTime",
+        "LastModifiedTime",
+        "TrainingJobStatus",
+        "SecondaryStatus",
+        "TrainingEndTime",
+    }
 
 
 def test_list_training_jobs_pages_with_next_token(synthetic: Stack) -> None:
@@ -203,40 +250,36 @@ def test_list_training_jobs_pages_with_next_token(synthetic: Stack) -> None:
     first = synthetic.client.list_training_jobs(NameContains=prefix, MaxResults=3)
     synthetic.client.create_training_job(**synthetic_job(f"{prefix}-late", duration=30))
     paginator = synthetic.client.get_paginator("list_training_jobs")
-    pages = list(paginator.paginate(NameContains=prefix, SortOrder="Descending",
-                                    PaginationConfig={"PageSize": 3}))
+    pages = list(paginator.paginate(NameContains=prefix, SortOrder="Descending", PaginationConfig={"PageSize": 3}))
 
     assert [s["TrainingJobName"] for s in first["TrainingJobSummaries"]] == names[:3]
-    rest = synthetic.client.list_training_jobs(NameContains=prefix, MaxResults=3,
-                                               NextToken=first["NextToken"])
+    rest = synthetic.client.list_training_jobs(NameContains=prefix, MaxResults=3, NextToken=first["NextToken"])
     assert [s["TrainingJobName"] for s in rest["TrainingJobSummaries"]] == names[3:6]
     assert [len(p["TrainingJobSummaries"]) for p in pages] == [3, 3, 2]
-    assert [s["TrainingJobName"] for p in pages for s in p["TrainingJobSummaries"]] == [
-        f"{prefix}-late", *names[::-1]]
-    assert error_of(synthetic.client.list_training_jobs, NextToken=first["NextToken"],
-                    SortBy="Name")["Code"] == "ValidationException"
-    assert error_of(synthetic.client.list_training_jobs, MaxResults=101)["Code"] == (
-        "ValidationException")
-    assert error_of(synthetic.client.list_training_jobs, StatusEquals="Running")["Code"] == (
-        "ValidationException")
+    assert [s["TrainingJobName"] for p in pages for s in p["TrainingJobSummaries"]] == [f"{prefix}-late", *names[::-1]]
+    assert (
+        error_of(synthetic.client.list_training_jobs, NextToken=first["NextToken"], SortBy="Name")["Code"]
+        == "ValidationException"
+    )
+    assert error_of(synthetic.client.list_training_jobs, MaxResults=101)["Code"] == ("ValidationException")
+    assert error_of(synthetic.client.list_training_jobs, StatusEquals="Running")["Code"] == ("ValidationException")
 
 
 def test_tags_can_be_added_listed_and_deleted(synthetic: Stack) -> None:
     name = unique("tags")
-    arn = synthetic.client.create_training_job(**synthetic_job(
-        name, duration=30, Tags=[{"Key": "smq:job", "Value": "job1"}]))["TrainingJobArn"]
+    arn = synthetic.client.create_training_job(
+        **synthetic_job(name, duration=30, Tags=[{"Key": "smq:job", "Value": "job1"}])
+    )["TrainingJobArn"]
     client = synthetic.client
 
-    client.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "vision"},
-                                           {"Key": "smq:job", "Value": "job2"}])
+    client.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "vision"}, {"Key": "smq:job", "Value": "job2"}])
     after_add = client.list_tags(ResourceArn=arn)["Tags"]
     client.delete_tags(ResourceArn=arn, TagKeys=["team", "absent"])
 
     assert after_add == [{"Key": "smq:job", "Value": "job2"}, {"Key": "team", "Value": "vision"}]
     assert client.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "smq:job", "Value": "job2"}]
     too_many = [{"Key": f"k{i}", "Value": "v"} for i in range(50)]
-    assert error_of(client.add_tags, ResourceArn=arn, Tags=too_many)["Code"] == (
-        "ValidationException")
+    assert error_of(client.add_tags, ResourceArn=arn, Tags=too_many)["Code"] == ("ValidationException")
     synthetic.client.stop_training_job(TrainingJobName=name)
     synthetic.wait_events(name, "Stopped")
     assert synthetic.events[-1]["detail"]["Tags"] == {"smq:job": "job2"}
@@ -277,7 +320,8 @@ def test_concurrent_calls_from_many_threads(synthetic: Stack) -> None:
     for index in range(12):
         final = synthetic.wait(f"{prefix}-{index}")["TrainingJobStatus"]
         assert final == ("Completed" if index % 2 else "Stopped")
-    arns = {s["TrainingJobArn"] for s in synthetic.client.list_training_jobs(
-        NameContains=prefix, MaxResults=100)["TrainingJobSummaries"]}
+    arns = {
+        s["TrainingJobArn"]
+        for s in synthetic.client.list_training_jobs(NameContains=prefix, MaxResults=100)["TrainingJobSummaries"]
+    }
     assert len(arns) == 12
-

@@ -127,29 +127,63 @@ def test_a_wrong_type_names_the_field_as_the_queue_does_too() -> None:
     [
         (changed(AlgorithmSpecification={"TrainingInputMode": "File"}), "AlgorithmSpecification.TrainingImage"),
         (
-            changed(ResourceConfig={"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "InstanceGroups": [
-                {"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}]}),
+            changed(
+                ResourceConfig={
+                    "InstanceType": "ml.g5.xlarge",
+                    "InstanceCount": 1,
+                    "InstanceGroups": [{"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}],
+                }
+            ),
             "not both",
         ),
-        (changed(ResourceConfig={"InstanceType": "ml.g5.xlarge", "InstanceCount": 0}),
-         "Value '0' at 'resourceConfig.instanceCount' failed to satisfy constraint: Member must have value greater "
-         "than or equal to 1"),
+        (
+            changed(ResourceConfig={"InstanceType": "ml.g5.xlarge", "InstanceCount": 0}),
+            "Value '0' at 'resourceConfig.instanceCount' failed to satisfy constraint: Member must have value greater "
+            "than or equal to 1",
+        ),
         (changed(ResourceConfig={"VolumeSizeInGB": 30}), "Value null at 'resourceConfig.instanceType'"),
-        (changed(StoppingCondition={"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 120}),
-         "EnableManagedSpotTraining"),
+        (
+            changed(StoppingCondition={"MaxRuntimeInSeconds": 60, "MaxWaitTimeInSeconds": 120}),
+            "EnableManagedSpotTraining",
+        ),
         (changed(StoppingCondition={"MaxRuntimeInSeconds": 28 * 24 * 3600 + 1}), "MaxRuntimeInSeconds"),
-        (changed(InputDataConfig=[{"ChannelName": "t", "DataSource": {"S3DataSource": {
-            "S3DataType": "ManifestFile", "S3Uri": "s3://b/m"}}}]), "S3Prefix"),
-        (changed(OutputDataConfig={"S3OutputPath": "https://b.s3.amazonaws.com/out"}),
-         "only s3:// URIs (OutputDataConfig.S3OutputPath"),
-        (changed(InputDataConfig=[{"ChannelName": "t", "DataSource": {"S3DataSource": {
-            "S3DataType": "S3Prefix", "S3Uri": "https://b.s3.amazonaws.com/t"}}}]),
-         "InputDataConfig[0].DataSource.S3DataSource.S3Uri"),
+        (
+            changed(
+                InputDataConfig=[
+                    {
+                        "ChannelName": "t",
+                        "DataSource": {"S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": "s3://b/m"}},
+                    }
+                ]
+            ),
+            "S3Prefix",
+        ),
+        (
+            changed(OutputDataConfig={"S3OutputPath": "https://b.s3.amazonaws.com/out"}),
+            "only s3:// URIs (OutputDataConfig.S3OutputPath",
+        ),
+        (
+            changed(
+                InputDataConfig=[
+                    {
+                        "ChannelName": "t",
+                        "DataSource": {
+                            "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "https://b.s3.amazonaws.com/t"}
+                        },
+                    }
+                ]
+            ),
+            "InputDataConfig[0].DataSource.S3DataSource.S3Uri",
+        ),
         (changed(CheckpointConfig={"S3Uri": "https://b.s3.amazonaws.com/c"}), "CheckpointConfig.S3Uri"),
-        ({key: value for key, value in VALID.items() if key != "AlgorithmSpecification"},
-         "Value null at 'algorithmSpecification'"),
-        ({key: value for key, value in VALID.items() if key != "ResourceConfig"},
-         "Value null at 'resourceConfig.instanceType'"),
+        (
+            {key: value for key, value in VALID.items() if key != "AlgorithmSpecification"},
+            "Value null at 'algorithmSpecification'",
+        ),
+        (
+            {key: value for key, value in VALID.items() if key != "ResourceConfig"},
+            "Value null at 'resourceConfig.instanceType'",
+        ),
     ],
 )
 def test_the_services_rules_beyond_the_shape_still_hold(request_body: dict[str, Any], words: str) -> None:

@@ -86,7 +86,9 @@ class World:
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:
         self.clock.advance(seconds=1)
-        job = self.store.create(queued_job(name, priority=priority, submitted_at=self.clock(), pool=pool, instances=instances))
+        job = self.store.create(
+            queued_job(name, priority=priority, submitted_at=self.clock(), pool=pool, instances=instances)
+        )
         self.kick()
         return job
 

@@ -78,7 +78,9 @@ def test_concurrent_passes_and_events_never_over_commit_or_start_twice(dynamodb:
     deadline = time.monotonic() + DEADLINE_SECONDS
 
     def scheduler() -> Scheduler:
-        return Scheduler(store=store, training=sagemaker, config=config, lease=DynamoPassLease(table, dynamodb), clock=_utcnow)
+        return Scheduler(
+            store=store, training=sagemaker, config=config, lease=DynamoPassLease(table, dynamodb), clock=_utcnow
+        )
 
     def all_ended() -> bool:
         return all((job := store.get(name)) is not None and job.state in TERMINAL_STATES for name in names)
@@ -117,7 +119,9 @@ def test_concurrent_passes_and_events_never_over_commit_or_start_twice(dynamodb:
         """Samples SageMaker's busy jobs in one atomic read (reading job by job could count a job that
         ended and the one that replaced it together)."""
         while not ended.is_set() and time.monotonic() < deadline:
-            busy = [TrainingJobView.of(name, "InProgress", sagemaker.jobs[name].request) for name in sagemaker.live_names()]
+            busy = [
+                TrainingJobView.of(name, "InProgress", sagemaker.jobs[name].request) for name in sagemaker.live_names()
+            ]
             violations.extend(sagemaker_violations(busy, CAPACITY))
             time.sleep(0.005)
 
@@ -164,7 +168,9 @@ def test_a_job_that_starts_running_while_a_pass_reads_the_table_is_still_counted
         store = DynamoJobStore(table, reader)
         events = DynamoJobStore(table, boto3.client("dynamodb", region_name=REGION))
         queued = store.create(queued_job("racer", priority=0, submitted_at=_utcnow()))
-        starting = store.save(lifecycle.start(queued, _utcnow(), reason="capacity free"), expected_version=queued.version)
+        starting = store.save(
+            lifecycle.start(queued, _utcnow(), reason="capacity free"), expected_version=queued.version
+        )
         landed: list[bool] = []
 
         def event_lands_after_the_usage_items_are_read(**_: object) -> None:

@@ -106,7 +106,9 @@ class FaultedQueue:
 
     def sagemaker_reports_running(self) -> None:
         """The InProgress event of every training job not reported yet."""
-        reported = {(event["detail"]["TrainingJobName"], event["detail"]["TrainingJobStatus"]) for event in self.delivered}
+        reported = {
+            (event["detail"]["TrainingJobName"], event["detail"]["TrainingJobStatus"]) for event in self.delivered
+        }
         for training_job in self._training_jobs("InProgress"):
             if (training_job.name, "InProgress") not in reported:
                 self._deliver(training_job.name)
@@ -279,4 +281,3 @@ def test_after_any_one_fault_and_a_reconciliation_the_queue_holds_and_drains(num
     assert not queue.failures, f"only the invocation that hit the fault may fail: {queue.failures}"
     assert not queue.active(), f"jobs still active after {DRAIN_ROUNDS} reconciliations: {queue.active()}"
     assert all(queue.store.get(name) is not None for name in queue.accepted)
-

@@ -90,7 +90,9 @@ def test_after_one_completion_a_pass_writes_the_started_job_and_the_new_head_onl
     assert len(store.saves) <= 4, store.saves  # the completion, the start, the new head's reason
 
 
-def test_a_job_that_just_started_but_still_looks_pending_in_the_index_is_neither_started_again_nor_counted_free() -> None:
+def test_a_job_that_just_started_but_still_looks_pending_in_the_index_is_neither_started_again_nor_counted_free() -> (
+    None
+):
     world = World(capacity={POOL: 1}, store=InMemoryJobStore(index_lag=2))
     for name, priority in (("first", 1), ("second", 5), ("third", 5)):
         world.store.create(_queued(world, name, priority=priority))
@@ -102,7 +104,9 @@ def test_a_job_that_just_started_but_still_looks_pending_in_the_index_is_neither
     world.kick()  # "second" outranks "first", which the index still shows as pending
     world.kick()
 
-    assert world.job("second").state is JobState.PENDING, "it waits for the instance first holds, never starts beside it"
+    assert world.job("second").state is JobState.PENDING, (
+        "it waits for the instance first holds, never starts beside it"
+    )
     assert world.sagemaker.start_calls == [world.job("first").current_attempt.training_job_name]
 
 

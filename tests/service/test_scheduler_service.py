@@ -116,7 +116,10 @@ def test_cancelling_a_running_job_stops_it_and_ends_cancelled() -> None:
     world.submit("a", 0)
     world.progress("a", "InProgress")
     job = world.job("a")
-    world.store.save(lifecycle.request_stop(job, world.clock(), preempt=False, reason="cancelled by alice"), expected_version=job.version)
+    world.store.save(
+        lifecycle.request_stop(job, world.clock(), preempt=False, reason="cancelled by alice"),
+        expected_version=job.version,
+    )
 
     world.kick()
     assert world.sagemaker.stop_calls == [job.current_attempt.training_job_name]  # type: ignore[union-attr]
@@ -170,7 +173,10 @@ def test_an_attempt_still_running_after_its_job_moved_on_is_stopped() -> None:
     world = World(capacity={POOL: 1})
     world.submit("a", 0)
     job = world.job("a")
-    world.store.save(lifecycle.finish(job, JobState.CANCELLED, world.clock(), outcome="stopped", reason="gone"), expected_version=job.version)
+    world.store.save(
+        lifecycle.finish(job, JobState.CANCELLED, world.clock(), outcome="stopped", reason="gone"),
+        expected_version=job.version,
+    )
     name = job.attempts[0].training_job_name
     world.sagemaker.set_status(name, "InProgress")
 
@@ -219,7 +225,11 @@ def _pending(world: World, name: str) -> Job:
     [
         {},
         {"source": "aws.sagemaker", "detail-type": "SageMaker Training Job State Change", "detail": {}},
-        {"source": "aws.sagemaker", "detail-type": "SageMaker Training Job State Change", "detail": {"TrainingJobName": "x"}},
+        {
+            "source": "aws.sagemaker",
+            "detail-type": "SageMaker Training Job State Change",
+            "detail": {"TrainingJobName": "x"},
+        },
         {"source": "unknown"},
     ],
 )

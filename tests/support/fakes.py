@@ -27,6 +27,7 @@ from smq_lambda.adapters.item_codec import (
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import (
     AlarmServiceError,
     JobConflict,
@@ -37,7 +38,7 @@ from smq_lambda.errors import (
 from smq_lambda.governance.actions import NotifyPolicy
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import InUse, JobPage, PoolUsageReport, TrainingJobStatus
+from smq_lambda.ports import InUse, JobPage, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 
 from tests.support.aws import pending_index_attributes
@@ -157,9 +158,11 @@ class InMemoryJobStore:
     def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
         return len(
             self._indexed(
-                lambda item: item.get("pending_pool") == {"S": pool}
-                and (after is None or item["order_key"]["S"] > after)
-                and (before is None or item["order_key"]["S"] < before)
+                lambda item: (
+                    item.get("pending_pool") == {"S": pool}
+                    and (after is None or item["order_key"]["S"] > after)
+                    and (before is None or item["order_key"]["S"] < before)
+                )
             )
         )
 

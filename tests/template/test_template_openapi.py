@@ -140,7 +140,10 @@ def test_contract_shapes_validate(openapi_doc: dict[str, Any]) -> None:
     validator(openapi_doc, "Job").validate(JOB)
     validator(openapi_doc, "JobList").validate({"jobs": [JOB, {**JOB, "position": None}], "next_token": None})
     validator(openapi_doc, "PoolList").validate(
-        {"pools": [{"pool": "ml.g5.xlarge", "capacity": 2, "in_use": 2, "pending": 3, "head": "x"}], "measured_at": None}
+        {
+            "pools": [{"pool": "ml.g5.xlarge", "capacity": 2, "in_use": 2, "pending": 3, "head": "x"}],
+            "measured_at": None,
+        }
     )
     validator(openapi_doc, "Error").validate({"message": "priority must be an integer", "field": "priority"})
     validator(openapi_doc, "PriorityChange").validate({"priority": -1000000})

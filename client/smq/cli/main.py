@@ -267,7 +267,10 @@ def cmd_watch(
 
 def _client(args: argparse.Namespace) -> SmqApiClient:
     return SmqApiClient(
-        args.api_url, stack_name=args.stack_name, region=args.region, boto_session=boto3.Session(region_name=args.region)
+        args.api_url,
+        stack_name=args.stack_name,
+        region=args.region,
+        boto_session=boto3.Session(region_name=args.region),
     )
 
 

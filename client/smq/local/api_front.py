@@ -84,7 +84,10 @@ class ApiFront:
 
     def start(self) -> ApiFront:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name="smq-api-front", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+            name="smq-api-front",
+            daemon=True,
         )
         self._thread.start()
         return self

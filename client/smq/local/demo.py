@@ -108,7 +108,15 @@ class Summary:
 
     def row(self) -> list[Any]:
         resumed = ", ".join(str(step) for step in self.resumed_from) or "-"
-        return [self.name, self.state, self.attempts, f"{self.waiting_seconds:.0f} s", f"{self.running_seconds:.0f} s", resumed, self.steps_redone]
+        return [
+            self.name,
+            self.state,
+            self.attempts,
+            f"{self.waiting_seconds:.0f} s",
+            f"{self.running_seconds:.0f} s",
+            resumed,
+            self.steps_redone,
+        ]
 
 
 def _time(text: str | None) -> datetime | None:
@@ -181,7 +189,9 @@ def _verdict(summaries: list[Summary], executor: str) -> int:
     job1 = next(summary for summary in summaries if summary.name == "job1")
     if job1.attempts < 2:
         problems.append("job1 was not preempted")
-    elif executor == "process" and not any(0 < step < TRAINER_HYPERPARAMETERS["max-steps"] for step in job1.resumed_from):
+    elif executor == "process" and not any(
+        0 < step < TRAINER_HYPERPARAMETERS["max-steps"] for step in job1.resumed_from
+    ):
         problems.append("job1 did not resume mid-training from a checkpoint")
     for problem in problems:
         print(f"demo failed: {problem}")

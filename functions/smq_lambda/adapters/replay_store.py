@@ -59,5 +59,3 @@ class ReplayStore(DynamoDBPersistenceLayer):
     def _delete_record(self, data_record: DataRecord) -> None:
         with unavailable_as_typed():
             super()._delete_record(data_record)
-
-

@@ -27,8 +27,8 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
-from smq_lambda.ports import TrainingJobStatus
 
 logger = Logger(service="smq", child=True)
 
@@ -266,9 +266,7 @@ class SageMakerTrainingService:
         paginator = self._client.get_paginator("list_tags")
         try:
             return {
-                tag["Key"]: tag["Value"]
-                for page in paginator.paginate(ResourceArn=arn)
-                for tag in page.get("Tags", [])
+                tag["Key"]: tag["Value"] for page in paginator.paginate(ResourceArn=arn) for tag in page.get("Tags", [])
             }
         except (ClientError, BotoCoreError) as exc:
             raise service_error("ListTags", exc) from exc

@@ -25,6 +25,7 @@ from datetime import datetime
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job, attempt_name
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import (
     FAILED_OUTCOME,
     IDLE_OUTCOME,
@@ -36,7 +37,6 @@ from smq_lambda.governance.actions import (
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.retry import decide_failure
 from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
-from smq_lambda.ports import TrainingJobStatus
 
 IN_PROGRESS = "InProgress"
 COMPLETED = "Completed"

@@ -21,10 +21,10 @@ from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.values import is_int, member, reported_running_attempt
-from smq_lambda.ports import TrainingJobStatus
 
 INTERRUPTED = "Interrupted"
 MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.ports import TrainingJobStatus
+from smq_lambda.domain.training_report import TrainingJobStatus
 
 SAGEMAKER_SOURCE = "aws.sagemaker"
 SCHEDULE_SOURCE = "aws.events"

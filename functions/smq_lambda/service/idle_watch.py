@@ -16,12 +16,13 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import IN_PROGRESS
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError
 from smq_lambda.governance import idle
 from smq_lambda.governance.actions import DeleteIdleAlarms
 from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import IdleAlarms, TrainingJobStatus, TrainingService
+from smq_lambda.ports import IdleAlarms, TrainingService
 
 logger = Logger(service="smq", child=True)
 

@@ -93,7 +93,9 @@ class OutsideJobs:
         try:
             details = self._training.in_progress_since(self._clock() - SWEEP_WINDOW)
         except TrainingServiceError as exc:
-            logger.warning("could not list recent training jobs; the next reconciliation sweeps", extra={"error": str(exc)})
+            logger.warning(
+                "could not list recent training jobs; the next reconciliation sweeps", extra={"error": str(exc)}
+            )
             return []
         checks = []
         for detail in details:

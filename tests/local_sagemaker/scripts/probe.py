@@ -18,8 +18,7 @@ config_dir = os.environ["SM_INPUT_CONFIG_DIR"]
 report = {
     "argv": sys.argv[1:],
     "cwd": os.getcwd(),
-    "env": {k: v for k, v in os.environ.items() if k.startswith(("SM_", "SMQ_", "AWS_",
-                                                                   "TRAINING_"))},
+    "env": {k: v for k, v in os.environ.items() if k.startswith(("SM_", "SMQ_", "AWS_", "TRAINING_"))},
     "config": {},
     "train": {},
 }

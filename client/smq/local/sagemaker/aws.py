@@ -75,10 +75,8 @@ class AwsServices:
                     aws_session_token=self._env.get("AWS_SESSION_TOKEN"),
                     region_name=self._region,
                 )
-                config = Config(s3={"addressing_style": "path"},
-                                retries={"max_attempts": 3, "mode": "standard"})
-                self._clients[service] = session.client(service, endpoint_url=endpoint,
-                                                        config=config)
+                config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3, "mode": "standard"})
+                self._clients[service] = session.client(service, endpoint_url=endpoint, config=config)
             return self._clients[service]
 
     def report_gpu_utilization(self, job_name: str, hosts: int, percent: float) -> None:
@@ -90,12 +88,15 @@ class AwsServices:
         try:
             cloudwatch.put_metric_data(
                 Namespace=METRIC_NAMESPACE,
-                MetricData=[{
-                    "MetricName": "GPUUtilization",
-                    "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-{host}"}],
-                    "Value": percent,
-                    "Unit": "Percent",
-                } for host in range(1, hosts + 1)],
+                MetricData=[
+                    {
+                        "MetricName": "GPUUtilization",
+                        "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-{host}"}],
+                        "Value": percent,
+                        "Unit": "Percent",
+                    }
+                    for host in range(1, hosts + 1)
+                ],
             )
         except (BotoCoreError, ClientError):
             logger.warning("could not report GPUUtilization of %s", job_name, exc_info=True)
@@ -128,7 +129,7 @@ def download_prefix(s3: Any, uri: str, destination: Path) -> list[Path]:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             key = item["Key"]
-            relative = key.rsplit("/", 1)[-1] if key == prefix else key[len(prefix):].lstrip("/")
+            relative = key.rsplit("/", 1)[-1] if key == prefix else key[len(prefix) :].lstrip("/")
             if not relative or key.endswith("/"):
                 continue
             target = destination / relative
@@ -196,8 +197,7 @@ class LogStream:
         self._file.write(line + "\n")
         self._file.flush()
         if self._logs is not None:
-            self._queue.put({"timestamp": int(time.time() * 1000),
-                             "message": line[:_MAX_MESSAGE_CHARS] or " "})
+            self._queue.put({"timestamp": int(time.time() * 1000), "message": line[:_MAX_MESSAGE_CHARS] or " "})
 
     def close(self) -> None:
         self._queue.put(self._END)
@@ -217,8 +217,7 @@ class LogStream:
                 if exc.response["Error"]["Code"] != "ResourceAlreadyExistsException":
                     raise
         except (BotoCoreError, ClientError):
-            logger.warning("CloudWatch Logs unavailable; %s is logged locally only",
-                           self._stream, exc_info=True)
+            logger.warning("CloudWatch Logs unavailable; %s is logged locally only", self._stream, exc_info=True)
             return False
         return True
 
@@ -243,8 +242,6 @@ class LogStream:
 
     def _put(self, logs: Any, batch: list[dict[str, Any]]) -> None:
         try:
-            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=self._stream,
-                                      logEvents=batch)
+            logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=self._stream, logEvents=batch)
         except (BotoCoreError, ClientError):
-            logger.warning("could not ship %d log lines of %s", len(batch), self._stream,
-                           exc_info=True)
+            logger.warning("could not ship %d log lines of %s", len(batch), self._stream, exc_info=True)

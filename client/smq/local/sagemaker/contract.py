@@ -86,8 +86,15 @@ class JobPaths:
     def reset(self) -> None:
         """Start an attempt on a fresh instance: nothing survives but what S3 holds."""
         shutil.rmtree(self.opt_ml, ignore_errors=True)
-        for directory in (self.config_dir, self.data_dir, self.model_dir, self.output_data_dir,
-                          self.intermediate_dir, self.checkpoint_dir, self.code_dir):
+        for directory in (
+            self.config_dir,
+            self.data_dir,
+            self.model_dir,
+            self.output_data_dir,
+            self.intermediate_dir,
+            self.checkpoint_dir,
+            self.code_dir,
+        ):
             directory.mkdir(parents=True, exist_ok=True)
 
 
@@ -170,16 +177,14 @@ def resource_config(request: Mapping[str, Any]) -> dict[str, Any]:
     """`resourceconfig.json`: a single host, whatever the instance count, because one local
     process stands for the whole cluster."""
     groups = request["ResourceConfig"].get("InstanceGroups")
-    group = groups[0].get("InstanceGroupName", "homogeneousCluster") if groups else (
-        "homogeneousCluster")
+    group = groups[0].get("InstanceGroupName", "homogeneousCluster") if groups else ("homogeneousCluster")
     kind = instance_type(request)
     return {
         "current_host": HOST,
         "current_instance_type": kind,
         "current_group_name": group,
         "hosts": [HOST],
-        "instance_groups": [{"instance_group_name": group, "instance_type": kind,
-                             "hosts": [HOST]}],
+        "instance_groups": [{"instance_group_name": group, "instance_type": kind, "hosts": [HOST]}],
         "network_interface_name": "eth0",
     }
 
@@ -220,8 +225,7 @@ def container_env(paths: JobPaths, request: Mapping[str, Any], *, job_arn: str) 
     channel_dirs = {name: str(paths.channel_dir(name)) for name in channels}
     num_cpus = os.cpu_count() or 1
     training_env = {
-        "additional_framework_parameters": {
-            k: v for k, v in decoded.items() if k.startswith(FRAMEWORK_PREFIX)},
+        "additional_framework_parameters": {k: v for k, v in decoded.items() if k.startswith(FRAMEWORK_PREFIX)},
         "channel_input_dirs": channel_dirs,
         "current_host": HOST,
         "current_instance_type": instance_type(request),
@@ -281,5 +285,4 @@ def container_env(paths: JobPaths, request: Mapping[str, Any], *, job_arn: str) 
 
 
 def _env_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True,
-                                                           separators=(",", ":"))
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -26,8 +26,9 @@ def epoch_millis(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-def state_change_event(description: Mapping[str, Any], tags: Mapping[str, str], *,
-                       account: str, region: str) -> dict[str, Any]:
+def state_change_event(
+    description: Mapping[str, Any], tags: Mapping[str, str], *, account: str, region: str
+) -> dict[str, Any]:
     """The event for a job whose DescribeTrainingJob output (epoch seconds) is `description`."""
     detail = copy.deepcopy(dict(description))
     for name in _TIMES:
@@ -66,8 +67,7 @@ class EventDispatcher:
     def __init__(self, on_event: Callable[[dict[str, Any]], None]) -> None:
         self._on_event = on_event
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread = threading.Thread(target=self._deliver, name="sagemaker-events",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._deliver, name="sagemaker-events", daemon=True)
         self._thread.start()
 
     def publish(self, event: dict[str, Any]) -> None:

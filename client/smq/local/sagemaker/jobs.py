@@ -43,8 +43,17 @@ _STOP_MESSAGES = {
 class TrainingJobs:
     """Training jobs by name (case-insensitive, as SageMaker's names are)."""
 
-    def __init__(self, *, workdir: Path, executor: Executor, events: EventDispatcher,
-                 stop_grace: float, timings: PhaseTimings, region: str, account_id: str) -> None:
+    def __init__(
+        self,
+        *,
+        workdir: Path,
+        executor: Executor,
+        events: EventDispatcher,
+        stop_grace: float,
+        timings: PhaseTimings,
+        region: str,
+        account_id: str,
+    ) -> None:
         self._workdir = workdir
         self.executor = executor
         self.timings = timings
@@ -67,18 +76,30 @@ class TrainingJobs:
             if self._closing:
                 raise ValidationError("The local SageMaker service is shutting down.")
             if name.lower() in self._jobs:
-                raise ResourceInUse("Training job names must be unique within an AWS account and "
-                                    f"region, and a training job with this name already exists "
-                                    f"({self._jobs[name.lower()].arn})")
-            run = JobRun(name=name, arn=arn, request=copy.deepcopy(dict(request)),
-                         paths=JobPaths(self._workdir / "jobs" / name), control=Control(),
-                         stop_grace=self._stop_grace)
-            job = JobRecord(name=name, arn=arn, request=run.request, created=time.time(),
-                            tags={t["Key"]: t["Value"] for t in request.get("Tags", [])}, run=run)
+                raise ResourceInUse(
+                    "Training job names must be unique within an AWS account and "
+                    f"region, and a training job with this name already exists "
+                    f"({self._jobs[name.lower()].arn})"
+                )
+            run = JobRun(
+                name=name,
+                arn=arn,
+                request=copy.deepcopy(dict(request)),
+                paths=JobPaths(self._workdir / "jobs" / name),
+                control=Control(),
+                stop_grace=self._stop_grace,
+            )
+            job = JobRecord(
+                name=name,
+                arn=arn,
+                request=run.request,
+                created=time.time(),
+                tags={t["Key"]: t["Value"] for t in request.get("Tags", [])},
+                run=run,
+            )
             self._jobs[name.lower()] = job
             self._move(job, IN_PROGRESS, "Starting", "Launching requested ML instances")
-            threading.Thread(target=lifecycle.run_job, args=(self, job), name=f"job-{name}",
-                             daemon=True).start()
+            threading.Thread(target=lifecycle.run_job, args=(self, job), name=f"job-{name}", daemon=True).start()
         return {"TrainingJobArn": arn}
 
     def describe_training_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,8 +110,7 @@ class TrainingJobs:
         with self._lock:
             job = self._get(params)
             if job.status != IN_PROGRESS:
-                raise ValidationError("The request was rejected because the training job is in "
-                                      f"status {job.status}.")
+                raise ValidationError(f"The request was rejected because the training job is in status {job.status}.")
             self._begin_stop(job, "Stopped")
         return {}
 
@@ -120,7 +140,7 @@ class TrainingJobs:
         with self._lock:
             tags = [{"Key": k, "Value": v} for k, v in self._by_arn(params).tags.items()]
         end = int(start) + limit
-        out: dict[str, Any] = {"Tags": tags[int(start):end]}
+        out: dict[str, Any] = {"Tags": tags[int(start) : end]}
         if end < len(tags):
             out["NextToken"] = str(end)
         return out
@@ -142,27 +162,32 @@ class TrainingJobs:
         see it stop making progress (`hang`)."""
         if fault not in FAULTS:
             raise ValidationError(f"Unknown fault {fault!r}; use one of {', '.join(FAULTS)}.")
-        if reason is not None and (fault != "fail" or not reason.strip()
-                                   or len(reason) > FAILURE_REASON_LIMIT):
-            raise ValidationError(f"A reason applies to the fail fault only and is 1 to "
-                                  f"{FAILURE_REASON_LIMIT} characters.")
+        if reason is not None and (fault != "fail" or not reason.strip() or len(reason) > FAILURE_REASON_LIMIT):
+            raise ValidationError(
+                f"A reason applies to the fail fault only and is 1 to {FAILURE_REASON_LIMIT} characters."
+            )
         with self._lock:
             job = self._get({"TrainingJobName": name})
             if fault == "interrupt":
                 if not job.run.spot:
-                    raise ValidationError(f"Training job {job.name} does not use managed spot "
-                                          "training; only spot jobs can be interrupted.")
+                    raise ValidationError(
+                        f"Training job {job.name} does not use managed spot "
+                        "training; only spot jobs can be interrupted."
+                    )
                 if job.status != IN_PROGRESS or job.secondary not in _INTERRUPTIBLE:
-                    raise ValidationError(f"Training job {job.name} cannot be interrupted in "
-                                          f"status {job.status}/{job.secondary}.")
-                self._move(job, IN_PROGRESS, "Interrupted",
-                           "Training job interrupted: the spot instance was reclaimed "
-                           "(injected)")
+                    raise ValidationError(
+                        f"Training job {job.name} cannot be interrupted in status {job.status}/{job.secondary}."
+                    )
+                self._move(
+                    job,
+                    IN_PROGRESS,
+                    "Interrupted",
+                    "Training job interrupted: the spot instance was reclaimed (injected)",
+                )
                 job.run.control.raise_signal(Signal.INTERRUPT)
                 return
             if job.status not in (IN_PROGRESS, STOPPING):
-                raise ValidationError(f"Training job {job.name} has already ended "
-                                      f"({job.status}).")
+                raise ValidationError(f"Training job {job.name} has already ended ({job.status}).")
             if fault == "fail":
                 job.injected_failure = reason
             job.run.control.raise_signal(Signal.FAIL if fault == "fail" else Signal.HANG)
@@ -180,8 +205,9 @@ class TrainingJobs:
 
     # -- status changes, used by the lifecycle ------------------------------------------------
 
-    def enter(self, job: JobRecord, secondary: str, message: str,
-              ignore: frozenset[Signal] | set[Signal] = frozenset()) -> Signal | None:
+    def enter(
+        self, job: JobRecord, secondary: str, message: str, ignore: frozenset[Signal] | set[Signal] = frozenset()
+    ) -> Signal | None:
         """Move an in-progress job to `secondary`, unless a signal says it must end or restart:
         then return that signal and change nothing. (An interruption after the work is done
         is too late to matter: Uploading ignores it.)"""
@@ -213,8 +239,16 @@ class TrainingJobs:
             if job.status == IN_PROGRESS:
                 self._begin_stop(job, outcome)
 
-    def end(self, job: JobRecord, status: str, secondary: str, message: str, *,
-            failure_reason: str | None = None, model_artifacts: str | None = None) -> None:
+    def end(
+        self,
+        job: JobRecord,
+        status: str,
+        secondary: str,
+        message: str,
+        *,
+        failure_reason: str | None = None,
+        model_artifacts: str | None = None,
+    ) -> None:
         with self._lock:
             if status != FAILED and job.stop_outcome is not None:
                 status, secondary = STOPPED, job.stop_outcome  # a stop won the race
@@ -231,8 +265,7 @@ class TrainingJobs:
 
     def _move(self, job: JobRecord, status: str, secondary: str, message: str) -> None:
         job.move(status, secondary, message, time.time())
-        self._events.publish(state_change_event(job.describe(), job.tags,
-                                                account=self._account, region=self._region))
+        self._events.publish(state_change_event(job.describe(), job.tags, account=self._account, region=self._region))
 
     def _get(self, params: Mapping[str, Any]) -> JobRecord:
         name = required(params, "TrainingJobName", str)
@@ -244,7 +277,7 @@ class TrainingJobs:
     def _by_arn(self, params: Mapping[str, Any]) -> JobRecord:
         arn = required(params, "ResourceArn", str)
         prefix = f"arn:aws:sagemaker:{self._region}:{self._account}:training-job/"
-        job = self._jobs.get(arn[len(prefix):].lower()) if arn.startswith(prefix) else None
+        job = self._jobs.get(arn[len(prefix) :].lower()) if arn.startswith(prefix) else None
         if job is None:
             raise ResourceNotFound(f"Resource {arn} not found.")
         return job

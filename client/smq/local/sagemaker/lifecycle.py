@@ -24,8 +24,10 @@ from smq.local.sagemaker.runtime import JobFailure, Signal, TrainResult
 if TYPE_CHECKING:
     from smq.local.sagemaker.jobs import TrainingJobs
 
-INJECTED_FAILURE = ("InternalServerError: We encountered an internal error. Please try again. "
-                    "(instance failure injected by smq local inject)")
+INJECTED_FAILURE = (
+    "InternalServerError: We encountered an internal error. Please try again. "
+    "(instance failure injected by smq local inject)"
+)
 """What an injected `fail` reports unless the injection names another FailureReason."""
 _STOPPED_MESSAGES = {
     "Stopped": "Training job stopped",
@@ -61,20 +63,21 @@ def _attempts(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
     while True:
         job.run.attempt += 1
         # Each step returns None to go on, or the signal that ends the attempt early.
-        signal = (_pause(job, jobs.timings.starting)
-                  or jobs.enter(job, "Downloading", "Downloading input data")
-                  or _prepare(jobs, job)
-                  or jobs.enter(job, "Training", "Training image download completed. "
-                                                 "Training in progress."))
+        signal = (
+            _pause(job, jobs.timings.starting)
+            or jobs.enter(job, "Downloading", "Downloading input data")
+            or _prepare(jobs, job)
+            or jobs.enter(job, "Training", "Training image download completed. Training in progress.")
+        )
         if signal is None:
             result = _train(jobs, job)
             if result.ended_by is not Signal.INTERRUPT:
                 return result
         elif signal is not Signal.INTERRUPT:
             return TrainResult(ended_by=signal)
-        signal = (_pause(job, jobs.timings.restart, {Signal.INTERRUPT})
-                  or jobs.restart(job, "Restarting the training job on a new spot instance "
-                                       "after an interruption"))
+        signal = _pause(job, jobs.timings.restart, {Signal.INTERRUPT}) or jobs.restart(
+            job, "Restarting the training job on a new spot instance after an interruption"
+        )
         if signal is not None:
             return TrainResult(ended_by=signal)
 
@@ -87,8 +90,7 @@ def _prepare(jobs: TrainingJobs, job: JobRecord) -> Signal | None:
 
 def _train(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
     run = job.run
-    limit = _timer(job.max_runtime - run.training_seconds, jobs.stop_if_running, job,
-                   "MaxRuntimeExceeded")
+    limit = _timer(job.max_runtime - run.training_seconds, jobs.stop_if_running, job, "MaxRuntimeExceeded")
     started = time.monotonic()
     try:
         return jobs.executor.train(run)
@@ -105,17 +107,14 @@ def _finish(jobs: TrainingJobs, job: JobRecord, result: TrainResult) -> None:
     elif control.is_raised(Signal.STOP):
         _stopped(jobs, job)
     elif result.failure_reason is not None:
-        jobs.end(job, FAILED, "Failed", "Training job failed",
-                 failure_reason=result.failure_reason)
-    elif jobs.enter(job, "Uploading", "Uploading generated training model",
-                    ignore={Signal.INTERRUPT}) is not None:
+        jobs.end(job, FAILED, "Failed", "Training job failed", failure_reason=result.failure_reason)
+    elif jobs.enter(job, "Uploading", "Uploading generated training model", ignore={Signal.INTERRUPT}) is not None:
         _finish(jobs, job, result)  # stopped or failed on the way; the flags say which
     else:
         started = time.monotonic()
         artifacts = jobs.executor.upload_model(job.run)
         _pause(job, jobs.timings.uploading - (time.monotonic() - started))
-        jobs.end(job, COMPLETED, "Completed", "Training job completed",
-                 model_artifacts=artifacts)
+        jobs.end(job, COMPLETED, "Completed", "Training job completed", model_artifacts=artifacts)
 
 
 def _stopped(jobs: TrainingJobs, job: JobRecord) -> None:
@@ -135,17 +134,24 @@ def _fail(jobs: TrainingJobs, job: JobRecord, reason: str) -> None:
         outcome = jobs.stop_outcome(job) or "Stopped"
         jobs.end(job, STOPPED, outcome, _STOPPED_MESSAGES[outcome])
     else:
-        jobs.end(job, FAILED, "Failed", "Training job failed",
-                 failure_reason=_injected(job) if job.run.control.is_raised(Signal.FAIL)
-                 else reason)
+        jobs.end(
+            job,
+            FAILED,
+            "Failed",
+            "Training job failed",
+            failure_reason=_injected(job) if job.run.control.is_raised(Signal.FAIL) else reason,
+        )
 
 
 def _injected(job: JobRecord) -> str:
     return job.injected_failure or INJECTED_FAILURE
 
 
-def _pause(job: JobRecord, seconds: float, ignore: frozenset[Signal] | set[Signal] = frozenset(),
-           ) -> Signal | None:
+def _pause(
+    job: JobRecord,
+    seconds: float,
+    ignore: frozenset[Signal] | set[Signal] = frozenset(),
+) -> Signal | None:
     """Let a platform phase take its time, unless a signal cuts it short."""
     return job.run.control.wait(max(0.0, seconds), _PAUSE_IGNORES | ignore)
 

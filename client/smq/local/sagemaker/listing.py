@@ -23,8 +23,7 @@ SORT_BY = ("Name", "CreationTime", "Status")
 SORT_ORDERS = ("Ascending", "Descending")
 DEFAULT_MAX_RESULTS = 10
 MAX_RESULTS = 100
-_TIME_FILTERS = ("CreationTimeAfter", "CreationTimeBefore", "LastModifiedTimeAfter",
-                 "LastModifiedTimeBefore")
+_TIME_FILTERS = ("CreationTimeAfter", "CreationTimeBefore", "LastModifiedTimeAfter", "LastModifiedTimeBefore")
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,12 @@ class ListQuery:
         if self.name_contains and self.name_contains.lower() not in job.name.lower():
             return False
         bounds = self.times
-        return (job.created > bounds.get("CreationTimeAfter", float("-inf"))
-                and job.created < bounds.get("CreationTimeBefore", float("inf"))
-                and job.last_modified > bounds.get("LastModifiedTimeAfter", float("-inf"))
-                and job.last_modified < bounds.get("LastModifiedTimeBefore", float("inf")))
+        return (
+            job.created > bounds.get("CreationTimeAfter", float("-inf"))
+            and job.created < bounds.get("CreationTimeBefore", float("inf"))
+            and job.last_modified > bounds.get("LastModifiedTimeAfter", float("-inf"))
+            and job.last_modified < bounds.get("LastModifiedTimeBefore", float("inf"))
+        )
 
     def key(self, job: JobRecord) -> list[Any]:
         name = job.name.lower()
@@ -61,8 +62,7 @@ def parse_list_query(params: Mapping[str, Any]) -> ListQuery:
     problems = Problems()
     status = params.get("StatusEquals")
     if status is not None and status not in STATUSES:
-        problems.constraint("statusEquals", status,
-                            f"satisfy enum value set: [{', '.join(STATUSES)}]")
+        problems.constraint("statusEquals", status, f"satisfy enum value set: [{', '.join(STATUSES)}]")
     name_contains = params.get("NameContains")
     if name_contains is not None:
         problems.length("nameContains", typed(name_contains, str, "NameContains"), 0, 63)
@@ -72,12 +72,10 @@ def parse_list_query(params: Mapping[str, Any]) -> ListQuery:
         problems.constraint("sortBy", sort_by, f"satisfy enum value set: [{', '.join(SORT_BY)}]")
     sort_order = params.get("SortOrder", "Ascending")
     if sort_order not in SORT_ORDERS:
-        problems.constraint("sortOrder", sort_order,
-                            f"satisfy enum value set: [{', '.join(SORT_ORDERS)}]")
+        problems.constraint("sortOrder", sort_order, f"satisfy enum value set: [{', '.join(SORT_ORDERS)}]")
     max_results = typed(params.get("MaxResults", DEFAULT_MAX_RESULTS), int, "MaxResults")
     if not 1 <= max_results <= MAX_RESULTS:
-        problems.constraint("maxResults", max_results,
-                            f"have value less than or equal to {MAX_RESULTS}")
+        problems.constraint("maxResults", max_results, f"have value less than or equal to {MAX_RESULTS}")
     problems.raise_if_any()
     times = {name: timestamp(params[name], name) for name in _TIME_FILTERS if name in params}
     after = None
@@ -88,12 +86,10 @@ def parse_list_query(params: Mapping[str, Any]) -> ListQuery:
 
 def list_page(jobs: Iterable[JobRecord], query: ListQuery) -> dict[str, Any]:
     descending = query.sort_order == "Descending"
-    keyed = sorted(((query.key(j), j) for j in jobs if query.matches(j)),
-                   key=lambda pair: pair[0], reverse=descending)
+    keyed = sorted(((query.key(j), j) for j in jobs if query.matches(j)), key=lambda pair: pair[0], reverse=descending)
     if query.after is not None:
-        keyed = [(k, j) for k, j in keyed
-                 if (k < query.after if descending else k > query.after)]
-    page = keyed[:query.max_results]
+        keyed = [(k, j) for k, j in keyed if (k < query.after if descending else k > query.after)]
+    page = keyed[: query.max_results]
     out: dict[str, Any] = {"TrainingJobSummaries": [j.summary() for _, j in page]}
     if len(keyed) > len(page):
         out["NextToken"] = _encode_token(page[-1][0], query.sort_by, query.sort_order)
@@ -128,5 +124,6 @@ def _decode_token(token: Any, sort_by: str, sort_order: str) -> list[Any]:
             return list(data["after"])
     except (ValueError, KeyError, TypeError, binascii.Error):
         pass
-    raise ValidationError("Invalid pagination token: it must come from a ListTrainingJobs "
-                          "call with the same SortBy and SortOrder.")
+    raise ValidationError(
+        "Invalid pagination token: it must come from a ListTrainingJobs call with the same SortBy and SortOrder."
+    )

@@ -57,8 +57,9 @@ logger = logging.getLogger(__name__)
 class ProcessExecutor:
     """Runs `sagemaker_program` (or ContainerEntrypoint) with `python` in a new session."""
 
-    def __init__(self, aws: AwsServices, base_env: Mapping[str, str], timings: PhaseTimings,
-                 python: str = sys.executable) -> None:
+    def __init__(
+        self, aws: AwsServices, base_env: Mapping[str, str], timings: PhaseTimings, python: str = sys.executable
+    ) -> None:
         self._aws = aws
         self._base_env = dict(base_env)
         self._timings = timings
@@ -68,7 +69,8 @@ class ProcessExecutor:
         if not contract.has_entry_point(request):
             raise ValidationError(
                 "The local SageMaker service runs the sagemaker_program hyperparameter or "
-                "AlgorithmSpecification.ContainerEntrypoint; the request has neither.")
+                "AlgorithmSpecification.ContainerEntrypoint; the request has neither."
+            )
         gpu_utilization(request)
 
     def prepare(self, run: JobRun) -> None:
@@ -87,8 +89,7 @@ class ProcessExecutor:
             run.synced.clear()
             checkpoint = run.request.get("CheckpointConfig")
             if checkpoint:
-                for path in download_prefix(self._aws.s3(), checkpoint["S3Uri"],
-                                            paths.checkpoint_dir):
+                for path in download_prefix(self._aws.s3(), checkpoint["S3Uri"], paths.checkpoint_dir):
                     stat = path.stat()
                     relative = path.relative_to(paths.checkpoint_dir).as_posix()
                     run.synced[relative] = (stat.st_size, stat.st_mtime_ns)
@@ -97,22 +98,29 @@ class ProcessExecutor:
 
     def train(self, run: JobRun) -> TrainResult:
         command = contract.entry_command(run.request, self._python)
-        env = {**self._base_env, **run.request.get("Environment", {}),
-               **contract.container_env(run.paths, run.request, job_arn=run.arn)}
+        env = {
+            **self._base_env,
+            **run.request.get("Environment", {}),
+            **contract.container_env(run.paths, run.request, job_arn=run.arn),
+        }
         stream_name = f"{run.name}/{contract.HOST}-{int(time.time())}"
         stream = LogStream(self._aws.client("logs"), stream_name, run.paths.log_file)
         try:
-            process = subprocess.Popen(command, cwd=run.paths.code_dir, env=env,
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(
+                command,
+                cwd=run.paths.code_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             stream.close()
             raise JobFailure(f"AlgorithmError: cannot start {command[0]}: {exc}") from exc
         tail: deque[str] = deque(maxlen=_TAIL_LINES)
-        pump = threading.Thread(target=_pump, args=(process, stream, tail), daemon=True,
-                                name=f"output-{run.name}")
-        waiter = threading.Thread(target=_wait, args=(process, run), daemon=True,
-                                  name=f"wait-{run.name}")
+        pump = threading.Thread(target=_pump, args=(process, stream, tail), daemon=True, name=f"output-{run.name}")
+        waiter = threading.Thread(target=_wait, args=(process, run), daemon=True, name=f"wait-{run.name}")
         pump.start()
         waiter.start()
         try:
@@ -125,16 +133,14 @@ class ProcessExecutor:
         code = process.returncode
         if ended_by is not None or code == 0:
             return TrainResult(ended_by=ended_by, exit_code=code)
-        return TrainResult(exit_code=code,
-                           failure_reason=failure_reason(run.paths, code, list(tail), command))
+        return TrainResult(exit_code=code, failure_reason=failure_reason(run.paths, code, list(tail), command))
 
     def save_checkpoints(self, run: JobRun) -> None:
         checkpoint = run.request.get("CheckpointConfig")
         if not checkpoint:
             return
         try:
-            upload_directory(self._aws.s3(), run.paths.checkpoint_dir, checkpoint["S3Uri"],
-                             run.synced)
+            upload_directory(self._aws.s3(), run.paths.checkpoint_dir, checkpoint["S3Uri"], run.synced)
         except TRANSFER_ERRORS:
             logger.warning("could not upload the checkpoints of %s", run.name, exc_info=True)
 
@@ -160,8 +166,7 @@ class ProcessExecutor:
         working = gpu_utilization(run.request)
         while True:
             hung = Signal.HANG in handled
-            self._aws.report_gpu_utilization(run.name, run.hosts,
-                                             GPU_IDLE_PERCENT if hung else working)
+            self._aws.report_gpu_utilization(run.name, run.hosts, GPU_IDLE_PERCENT if hung else working)
             signal = run.control.wait(self._timings.metric_interval, handled)
             if signal is None:
                 continue
@@ -203,13 +208,11 @@ def gpu_utilization(request: Mapping[str, Any]) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value < math.inf:
-        raise ValidationError(f"Environment {GPU_UTILIZATION_VARIABLE} must be a percentage >= 0, "
-                              f"not {text!r}.")
+        raise ValidationError(f"Environment {GPU_UTILIZATION_VARIABLE} must be a percentage >= 0, not {text!r}.")
     return value
 
 
-def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str],
-                   command: list[str]) -> str:
+def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str], command: list[str]) -> str:
     """What SageMaker reports for a failed script: `/opt/ml/output/failure` if the script wrote
     it, else the exit code, the last lines of output and the command, within 1024 characters."""
     if paths.failure_file.is_file():
@@ -224,7 +227,7 @@ def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str],
     lines = "\n".join(tail)
     room = FAILURE_REASON_LIMIT - len(head) - len(end)
     if len(lines) > room:
-        lines = "..." + lines[len(lines) - room + 3:]
+        lines = "..." + lines[len(lines) - room + 3 :]
     return head + lines + end
 
 

@@ -15,17 +15,30 @@ from typing import Any
 
 from smq.local.sagemaker.runtime import JobRun
 
-IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = (
-    "InProgress", "Completed", "Failed", "Stopping", "Stopped")
+IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 TERMINAL = frozenset({COMPLETED, FAILED, STOPPED})
 DEFAULT_MAX_RUNTIME = 86400
 
 # Request members DescribeTrainingJob returns as they were sent.
-_ECHOED = ("AlgorithmSpecification", "RoleArn", "InputDataConfig", "OutputDataConfig",
-           "ResourceConfig", "VpcConfig", "CheckpointConfig", "DebugHookConfig",
-           "ExperimentConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig",
-           "ProfilerConfig", "ProfilerRuleConfigurations", "Environment", "RetryStrategy",
-           "RemoteDebugConfig", "InfraCheckConfig")
+_ECHOED = (
+    "AlgorithmSpecification",
+    "RoleArn",
+    "InputDataConfig",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "VpcConfig",
+    "CheckpointConfig",
+    "DebugHookConfig",
+    "ExperimentConfig",
+    "DebugRuleConfigurations",
+    "TensorBoardOutputConfig",
+    "ProfilerConfig",
+    "ProfilerRuleConfigurations",
+    "Environment",
+    "RetryStrategy",
+    "RemoteDebugConfig",
+    "InfraCheckConfig",
+)
 
 
 @dataclass
@@ -50,8 +63,7 @@ class JobRecord:
 
     @property
     def max_runtime(self) -> int:
-        return self.request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds",
-                                                             DEFAULT_MAX_RUNTIME)
+        return self.request.get("StoppingCondition", {}).get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME)
 
     @property
     def max_wait(self) -> int | None:
@@ -62,8 +74,7 @@ class JobRecord:
         if secondary != self.secondary:
             if self.transitions:
                 self.transitions[-1]["EndTime"] = now
-            self.transitions.append({"Status": secondary, "StartTime": now,
-                                     "StatusMessage": message})
+            self.transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": message})
         self.status, self.secondary, self.last_modified = status, secondary, now
         if status in TERMINAL:
             self.transitions[-1]["EndTime"] = now
@@ -78,11 +89,9 @@ class JobRecord:
             "TrainingJobStatus": self.status,
             "SecondaryStatus": self.secondary,
             "HyperParameters": dict(request.get("HyperParameters", {})),
-            "StoppingCondition": {"MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME,
-                                  **request.get("StoppingCondition", {})},
+            "StoppingCondition": {"MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME, **request.get("StoppingCondition", {})},
             "EnableNetworkIsolation": bool(request.get("EnableNetworkIsolation")),
-            "EnableInterContainerTrafficEncryption": bool(
-                request.get("EnableInterContainerTrafficEncryption")),
+            "EnableInterContainerTrafficEncryption": bool(request.get("EnableInterContainerTrafficEncryption")),
             "EnableManagedSpotTraining": bool(request.get("EnableManagedSpotTraining")),
             "CreationTime": self.created,
             "LastModifiedTime": self.last_modified,

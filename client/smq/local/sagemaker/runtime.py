@@ -19,11 +19,11 @@ from smq.local.sagemaker.contract import JobPaths, decode_hyperparameters, insta
 class Signal(enum.Enum):
     """Raised on a job from outside its thread. Declaration order is priority order."""
 
-    FAIL = "fail"            # injected instance failure: kill now, job fails
-    STOP = "stop"            # StopTrainingJob, MaxRuntimeExceeded, MaxWaitTimeExceeded, shutdown
+    FAIL = "fail"  # injected instance failure: kill now, job fails
+    STOP = "stop"  # StopTrainingJob, MaxRuntimeExceeded, MaxWaitTimeExceeded, shutdown
     INTERRUPT = "interrupt"  # injected spot interruption: stop, then restart from checkpoint
-    HANG = "hang"            # injected hang: freeze, report 0% GPU
-    EXITED = "exited"        # the training process ended by itself
+    HANG = "hang"  # injected hang: freeze, report 0% GPU
+    EXITED = "exited"  # the training process ended by itself
 
 
 class Control:
@@ -46,8 +46,11 @@ class Control:
         with self._condition:
             self._raised.difference_update(signals)
 
-    def wait(self, timeout: float | None, ignore: frozenset[Signal] | set[Signal] = frozenset(),
-             ) -> Signal | None:
+    def wait(
+        self,
+        timeout: float | None,
+        ignore: frozenset[Signal] | set[Signal] = frozenset(),
+    ) -> Signal | None:
         """The highest-priority raised signal not in `ignore`, or None after `timeout` seconds."""
 
         def first() -> Signal | None:
@@ -69,7 +72,7 @@ class PhaseTimings:
     starting: float = 0.1
     downloading: float = 0.05
     uploading: float = 0.05
-    restart: float = 0.2          # Interrupted -> Starting after a spot interruption
+    restart: float = 0.2  # Interrupted -> Starting after a spot interruption
     metric_interval: float = 10.0  # how often a training job reports its GPU utilization
 
 
@@ -85,8 +88,8 @@ class JobRun:
     control: Control
     stop_grace: float
     attempt: int = 0
-    training_seconds: float = 0.0   # time spent in Training, across attempts
-    progress_seconds: float = 0.0   # synthetic jobs: work done, kept across restarts
+    training_seconds: float = 0.0  # time spent in Training, across attempts
+    progress_seconds: float = 0.0  # synthetic jobs: work done, kept across restarts
     synced: dict[str, tuple[int, int]] = field(default_factory=dict)  # checkpoint files in S3
 
     @property

@@ -31,8 +31,12 @@ class SageMakerHttpServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], operations: Mapping[str, Operation],
-                 inject: Callable[[str, str, str | None], None]) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        operations: Mapping[str, Operation],
+        inject: Callable[[str, str, str | None], None],
+    ) -> None:
         super().__init__(address, _Handler)
         self.operations = operations
         self.inject = inject
@@ -48,23 +52,25 @@ class _Handler(BaseHTTPRequestHandler):
             params = _json_object(body)
             if self.path == INJECT_PATH:
                 reason = params.get("reason")
-                self.server.inject(str(params.get("job", "")), str(params.get("fault", "")),
-                                   None if reason is None else str(reason))
+                self.server.inject(
+                    str(params.get("job", "")), str(params.get("fault", "")), None if reason is None else str(reason)
+                )
                 self._reply(200, {})
                 return
             target = self.headers.get("X-Amz-Target", "")
             operation = self.server.operations.get(target.removeprefix(TARGET_PREFIX))
             if not target.startswith(TARGET_PREFIX) or operation is None:
-                raise UnknownOperation(f"Operation {target or '(none)'} is not supported by the "
-                                       "local SageMaker service.")
+                raise UnknownOperation(
+                    f"Operation {target or '(none)'} is not supported by the local SageMaker service."
+                )
             self._reply(200, operation(params))
         except ApiError as error:
-            self._reply(error.status, {"__type": error.code, "Message": error.message},
-                        error_type=error.code)
+            self._reply(error.status, {"__type": error.code, "Message": error.message}, error_type=error.code)
         except Exception:  # a 500 carries no internals; the log has them
             logger.exception("local SageMaker request failed")
-            self._reply(500, {"__type": "InternalFailure",
-                              "Message": "The local SageMaker service failed; see its log."})
+            self._reply(
+                500, {"__type": "InternalFailure", "Message": "The local SageMaker service failed; see its log."}
+            )
 
     def _reply(self, status: int, payload: dict[str, Any], error_type: str | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -95,8 +101,7 @@ class FaultRejected(Exception):
     """The service refused an injection (unknown job, wrong state, unknown fault)."""
 
 
-def request_fault(endpoint_url: str, job: str, fault: str, reason: str | None = None,
-                  timeout: float = 10.0) -> None:
+def request_fault(endpoint_url: str, job: str, fault: str, reason: str | None = None, timeout: float = 10.0) -> None:
     """Inject `fault` into training job `job` of the local service at `endpoint_url`; `reason`
     is the FailureReason of a `fail`.
 
@@ -106,9 +111,11 @@ def request_fault(endpoint_url: str, job: str, fault: str, reason: str | None = 
     if reason is not None:
         body["reason"] = reason
     request = urllib.request.Request(
-        endpoint_url.rstrip("/") + INJECT_PATH, method="POST",
+        endpoint_url.rstrip("/") + INJECT_PATH,
+        method="POST",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"})
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout):
             return

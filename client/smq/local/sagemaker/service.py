@@ -30,43 +30,64 @@ class LocalSageMaker:
     on a dedicated thread, in order.
     """
 
-    def __init__(self, *, workdir: Path, on_event: Callable[[dict[str, Any]], None],
-                 stop_grace_seconds: float = 120.0, executor: str = "process",
-                 aws_env: Mapping[str, str] | None = None, host: str = "127.0.0.1", port: int = 0,
-                 region: str = "us-east-1", account_id: str = "000000000000",
-                 timings: PhaseTimings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workdir: Path,
+        on_event: Callable[[dict[str, Any]], None],
+        stop_grace_seconds: float = 120.0,
+        executor: str = "process",
+        aws_env: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        region: str = "us-east-1",
+        account_id: str = "000000000000",
+        timings: PhaseTimings | None = None,
+    ) -> None:
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, not {executor!r}")
-        env = dict(aws_env) if aws_env is not None else {
-            k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+        env = dict(aws_env) if aws_env is not None else {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         env.setdefault("AWS_DEFAULT_REGION", region)
         env.setdefault("AWS_REGION", region)
         timings = timings or PhaseTimings()
         aws = AwsServices(env, region)
-        runner: Executor = (ProcessExecutor(aws, {**os.environ, **env}, timings)
-                            if executor == "process" else SyntheticExecutor(aws, timings))
+        runner: Executor = (
+            ProcessExecutor(aws, {**os.environ, **env}, timings)
+            if executor == "process"
+            else SyntheticExecutor(aws, timings)
+        )
         self._events = EventDispatcher(on_event)
-        self._jobs = TrainingJobs(workdir=Path(workdir), executor=runner, events=self._events,
-                                  stop_grace=stop_grace_seconds, timings=timings, region=region,
-                                  account_id=account_id)
+        self._jobs = TrainingJobs(
+            workdir=Path(workdir),
+            executor=runner,
+            events=self._events,
+            stop_grace=stop_grace_seconds,
+            timings=timings,
+            region=region,
+            account_id=account_id,
+        )
         jobs = self._jobs
-        self._server = SageMakerHttpServer((host, port), {
-            "CreateTrainingJob": jobs.create_training_job,
-            "DescribeTrainingJob": jobs.describe_training_job,
-            "StopTrainingJob": jobs.stop_training_job,
-            "ListTrainingJobs": jobs.list_training_jobs,
-            "AddTags": jobs.add_tags,
-            "ListTags": jobs.list_tags,
-            "DeleteTags": jobs.delete_tags,
-        }, jobs.inject)
+        self._server = SageMakerHttpServer(
+            (host, port),
+            {
+                "CreateTrainingJob": jobs.create_training_job,
+                "DescribeTrainingJob": jobs.describe_training_job,
+                "StopTrainingJob": jobs.stop_training_job,
+                "ListTrainingJobs": jobs.list_training_jobs,
+                "AddTags": jobs.add_tags,
+                "ListTags": jobs.list_tags,
+                "DeleteTags": jobs.delete_tags,
+            },
+            jobs.inject,
+        )
         self._host = host
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Serve requests on a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        args=(_POLL_SECONDS,), name="local-sagemaker",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(_POLL_SECONDS,), name="local-sagemaker", daemon=True
+        )
         self._thread.start()
 
     @property

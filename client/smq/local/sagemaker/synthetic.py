@@ -44,8 +44,7 @@ def synthetic_plan(hyperparameters: Mapping[str, str]) -> tuple[float, str]:
         except ValueError:
             duration = -1.0
     if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
-        raise ValidationError(f"{DURATION} must be a number of seconds >= 0, "
-                              f"not {decoded.get(DURATION)!r}.")
+        raise ValidationError(f"{DURATION} must be a number of seconds >= 0, not {decoded.get(DURATION)!r}.")
     outcome = str(decoded.get(OUTCOME, "complete"))
     if outcome not in OUTCOMES:
         raise ValidationError(f"{OUTCOME} must be one of {', '.join(OUTCOMES)}, not {outcome!r}.")
@@ -77,8 +76,7 @@ class SyntheticExecutor:
 
         while True:
             hung = Signal.HANG in handled
-            self._aws.report_gpu_utilization(run.name, run.hosts,
-                                             GPU_IDLE_PERCENT if hung else GPU_BUSY_PERCENT)
+            self._aws.report_gpu_utilization(run.name, run.hosts, GPU_IDLE_PERCENT if hung else GPU_BUSY_PERCENT)
             left = math.inf if hung else duration - progress()
             signal = run.control.wait(max(0.0, min(left, self._timings.metric_interval)), handled)
             run.progress_seconds = progress()
@@ -88,8 +86,9 @@ class SyntheticExecutor:
             elif done and outcome == "complete":
                 return TrainResult(exit_code=0)
             elif done:
-                return TrainResult(exit_code=1, failure_reason=(
-                    f"AlgorithmError: synthetic job failed ({OUTCOME}=fail)"))
+                return TrainResult(
+                    exit_code=1, failure_reason=(f"AlgorithmError: synthetic job failed ({OUTCOME}=fail)")
+                )
             elif signal is not None:
                 return TrainResult(ended_by=signal)
 

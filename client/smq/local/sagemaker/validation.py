@@ -54,9 +54,7 @@ class Problems:
         self._items: list[str] = []
 
     def constraint(self, path: str, value: Any, rule: str) -> None:
-        self._items.append(
-            f"Value '{value}' at '{path}' failed to satisfy constraint: Member must {rule}"
-        )
+        self._items.append(f"Value '{value}' at '{path}' failed to satisfy constraint: Member must {rule}")
 
     def missing(self, path: str) -> None:
         self._items.append(_null_at(path))
@@ -67,9 +65,7 @@ class Problems:
 
     def length(self, path: str, value: Sized, low: int, high: int) -> None:
         if not low <= len(value) <= high:
-            self.constraint(
-                path, value, f"have length between {low} and {high}, inclusive"
-            )
+            self.constraint(path, value, f"have length between {low} and {high}, inclusive")
 
     def shape(self, found: Iterable[Violation], prefix: str = "") -> None:
         """Add the shape's findings under the wire path `prefix`; a value of the wrong type or an
@@ -119,10 +115,11 @@ def _constraint_sentence(violation: Violation, path: str) -> str:
         rule = _CONSTRAINTS[violation.rule].format(violation.limit)
     if violation.path and isinstance(violation.path[-1], MapKey):
         part = "Map keys" if violation.on_key else "Map value"
-        return (f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: "
-                f"{part} must satisfy constraint: [Member must {rule}]")
-    return (f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: "
-            f"Member must {rule}")
+        return (
+            f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: "
+            f"{part} must satisfy constraint: [Member must {rule}]"
+        )
+    return f"Value '{_java_text(violation.value)}' at '{path}' failed to satisfy constraint: Member must {rule}"
 
 
 def _null_at(path: str) -> str:
@@ -176,25 +173,27 @@ def _check_algorithm(request: Mapping[str, Any]) -> None:
         raise ValidationError(f"1 validation error detected: {_null_at('algorithmSpecification')}")
     spec = request["AlgorithmSpecification"]
     if not spec.get("TrainingImage") and not spec.get("AlgorithmName"):
-        raise ValidationError("You must specify either AlgorithmSpecification.TrainingImage "
-                              "or AlgorithmSpecification.AlgorithmName.")
+        raise ValidationError(
+            "You must specify either AlgorithmSpecification.TrainingImage or AlgorithmSpecification.AlgorithmName."
+        )
 
 
 def _check_resources(resources: Mapping[str, Any]) -> None:
     groups = resources.get("InstanceGroups", [])
     if groups and "InstanceType" in resources:
-        raise ValidationError("ResourceConfig takes either InstanceType and InstanceCount "
-                              "or InstanceGroups, not both.")
+        raise ValidationError("ResourceConfig takes either InstanceType and InstanceCount or InstanceGroups, not both.")
     problems = Problems()
-    members = [(f"resourceConfig.instanceGroups.{i + 1}.member", group)
-               for i, group in enumerate(groups)] or [("resourceConfig", resources)]
+    members = [(f"resourceConfig.instanceGroups.{i + 1}.member", group) for i, group in enumerate(groups)] or [
+        ("resourceConfig", resources)
+    ]
     for path, member in members:
         for name in ("InstanceType", "InstanceCount"):
             if name not in member:
                 problems.missing(f"{path}.{_camel(name)}")
         if member.get("InstanceCount", 1) < 1:
-            problems.constraint(f"{path}.instanceCount", member["InstanceCount"],
-                                "have value greater than or equal to 1")
+            problems.constraint(
+                f"{path}.instanceCount", member["InstanceCount"], "have value greater than or equal to 1"
+            )
     problems.raise_if_any()
 
 
@@ -207,11 +206,11 @@ def _check_channels(channels: list[Mapping[str, Any]]) -> None:
         seen.add(name)
         source = channel["DataSource"].get("S3DataSource")
         if source is None:
-            raise ValidationError("The local SageMaker service supports only S3DataSource "
-                                  f"channels (channel {name!r}).")
+            raise ValidationError(
+                f"The local SageMaker service supports only S3DataSource channels (channel {name!r})."
+            )
         if source["S3DataType"] != "S3Prefix":
-            raise ValidationError("The local SageMaker service supports only S3DataType "
-                                  f"S3Prefix (channel {name!r}).")
+            raise ValidationError(f"The local SageMaker service supports only S3DataType S3Prefix (channel {name!r}).")
 
 
 def _check_stopping(request: Mapping[str, Any]) -> None:
@@ -222,11 +221,9 @@ def _check_stopping(request: Mapping[str, Any]) -> None:
     if "MaxWaitTimeInSeconds" not in stopping:
         return
     if not request.get("EnableManagedSpotTraining"):
-        raise ValidationError("MaxWaitTimeInSeconds can be set only when "
-                              "EnableManagedSpotTraining is true.")
+        raise ValidationError("MaxWaitTimeInSeconds can be set only when EnableManagedSpotTraining is true.")
     if stopping["MaxWaitTimeInSeconds"] < runtime:
-        raise ValidationError("MaxWaitTimeInSeconds must be greater than or equal to "
-                              "MaxRuntimeInSeconds.")
+        raise ValidationError("MaxWaitTimeInSeconds must be greater than or equal to MaxRuntimeInSeconds.")
 
 
 def _check_s3_schemes(request: Mapping[str, Any]) -> None:
@@ -236,8 +233,7 @@ def _check_s3_schemes(request: Mapping[str, Any]) -> None:
     if "CheckpointConfig" in request:
         uris["CheckpointConfig.S3Uri"] = request["CheckpointConfig"]["S3Uri"]
     for index, channel in enumerate(request.get("InputDataConfig", [])):
-        uris[f"InputDataConfig[{index}].DataSource.S3DataSource.S3Uri"] = (
-            channel["DataSource"]["S3DataSource"]["S3Uri"])
+        uris[f"InputDataConfig[{index}].DataSource.S3DataSource.S3Uri"] = channel["DataSource"]["S3DataSource"]["S3Uri"]
     for field, uri in uris.items():
         if not uri.startswith("s3://"):
             raise ValidationError(f"The local SageMaker service supports only s3:// URIs ({field}: {uri}).")
