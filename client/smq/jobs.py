@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,47 +125,6 @@ def instances_text(job: Mapping[str, Any]) -> str:
     if len(demand) > 1:
         return " + ".join(f"{count} {pool}" for pool, count in demand.items())
     return str(job.get("instances"))
-
-
-def waiting_explanation(
-    job: Mapping[str, Any], pending_in_pool: Iterable[Mapping[str, Any]], pool: Mapping[str, Any] | None
-) -> str:
-    """Why a pending job waits, from the pending jobs of its pool (in scheduling order) and the pool.
-
-    e.g. "position 3 in ml.p5.48xlarge: 2 jobs of higher priority ahead; 2 of 2 instances in use,
-    needs 1".
-    """
-    ahead: list[Mapping[str, Any]] = []
-    for other in pending_in_pool:
-        if other.get("name") == job.get("name"):
-            break
-        ahead.append(other)
-    higher = sum(1 for other in ahead if int(other["priority"]) > int(job["priority"]))
-    equal = len(ahead) - higher
-    position = job.get("position") or len(ahead) + 1
-    parts = []
-    if higher:
-        parts.append(f"{_jobs(higher)} of higher priority")
-    if equal:
-        parts.append(f"{_jobs(equal)} of equal priority submitted earlier")
-    text = f"position {position} in {job.get('pool')}"
-    if parts:
-        text += ": " + " and ".join(parts) + " ahead"
-    if pool is not None:
-        capacity = pool.get("capacity")
-        in_use = int(pool.get("in_use") or 0)
-        if capacity is None:
-            text += f"; {in_use} instances in use (no capacity limit)"
-        else:
-            free = max(int(capacity) - in_use, 0)
-            text += f"; {in_use} of {capacity} instances in use"
-            if free < int(job.get("instances") or 1):
-                text += f", needs {job.get('instances')}"
-    return text
-
-
-def _jobs(count: int) -> str:
-    return f"{count} job{'' if count == 1 else 's'}"
 
 
 def describe_age(start: datetime | None, now: datetime) -> str:

@@ -78,11 +78,9 @@ def pools_table(pools: Iterable[Mapping[str, Any]]) -> str:
     return tabulate(rows, headers=POOL_HEADERS, tablefmt="simple", disable_numparse=True)
 
 
-def describe_text(job: Mapping[str, Any], now: datetime, waiting: str | None = None) -> str:
-    """`smq describe`: the job, why it is in its state, and every attempt.
-
-    `waiting` is the explanation for a pending job (see `smq.jobs.waiting_explanation`).
-    """
+def describe_text(job: Mapping[str, Any], now: datetime) -> str:
+    """`smq describe`: the job, why it is in its state, and every attempt. Why a pending job waits is
+    the server's reason, computed when read; the client adds nothing of its own."""
     submitted = parse_time(job.get("submitted_at"))
     updated = parse_time(job.get("updated_at"))
     fields: list[tuple[str, Any]] = [
@@ -97,7 +95,7 @@ def describe_text(job: Mapping[str, Any], now: datetime, waiting: str | None = N
         ("Updated", _time_and_age(updated, now)),
     ]
     if job["state"] == "pending":
-        fields.append(("Waiting", waiting or f"position {job.get('position')} in {job['pool']}"))
+        fields.append(("Position", f"{job.get('position')} in {job['pool']}"))
     live = live_training_job_name(job)
     if live:
         fields.append(("SageMaker job", live))

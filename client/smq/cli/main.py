@@ -25,7 +25,7 @@ import boto3
 from smq.api_client import SmqApiClient
 from smq.cli.format import describe_text, pools_table, status_table
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
-from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, waiting_explanation, with_priority
+from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
 
 PROG = "smq"
 EXIT_OK = 0
@@ -181,12 +181,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(job)
         return EXIT_OK
-    waiting = None
-    if job["state"] == "pending":
-        pending = client.list_jobs("pending", pool=job["pool"])
-        pool = next((p for p in client.list_pools() if p.get("pool") == job["pool"]), None)
-        waiting = waiting_explanation(job, pending, pool)
-    print(describe_text(job, now_utc(), waiting))
+    print(describe_text(job, now_utc()))
     return EXIT_OK
 
 
