@@ -43,6 +43,10 @@ class Ledger:
     def capacity(self, pool: str) -> int | None:
         return self._config.capacity(pool)
 
+    def used(self, pool: str) -> int:
+        """Instances held: live queue jobs plus training jobs outside the queue (GET /pools' `in_use`)."""
+        return self._used[pool]
+
     def free(self, pool: str) -> int | None:
         """Instances nobody holds; None for a pool without a limit."""
         capacity = self.capacity(pool)

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.ports import PoolMeasure, PoolUsageReport
-from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 STUCK_STATES = frozenset({JobState.STARTING, JobState.PREEMPTING, JobState.STOPPING})
 """States a job passes through on its way elsewhere: SageMaker normally moves it on in minutes."""
@@ -36,17 +37,13 @@ def pool_usage(
     (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs
     plus training jobs outside the queue), and the job that waits first for it."""
     held = [job for job in live if job.state in LIVE_STATES]
+    ledger = Ledger.measure(Snapshot(jobs=tuple(held), external_usage=outside), config)
     names = list(config.pools)
     for pool in [*(pool for job in held for pool in job.demand), *heads]:
         if pool not in names:
             names.append(pool)
     pools = tuple(
-        PoolMeasure(
-            pool=pool,
-            capacity=config.capacity(pool),
-            in_use=sum(job.demand.get(pool, 0) for job in held) + outside.get(pool, 0),
-            head=heads.get(pool),
-        )
+        PoolMeasure(pool=pool, capacity=ledger.capacity(pool), in_use=ledger.used(pool), head=heads.get(pool))
         for pool in names
     )
     return PoolUsageReport(pools=pools, measured_at=now)
