@@ -2,9 +2,10 @@
 
 Passes serialize here rather than on per-pool counters because only passes start jobs: with one
 pass at a time, capacity is checked against a snapshot no one else can change in the meantime
-(event handlers and API calls only release capacity or leave it alone). In AWS the scheduler's
-reserved concurrency of 1 already keeps passes apart; the lease also holds for the local stack,
-tests that run passes on threads, and any retry that overlaps a slow pass.
+(event handlers and API calls only release capacity or leave it alone). In AWS two batches of the
+scheduler queue and the reconciliation schedule may run at once, and the lease is what keeps their
+passes apart; it also holds for the local stack, tests that run passes on threads, and any retry
+that overlaps a slow pass.
 
     holder A: acquire ─── pass ───────────── release? (rerun set → clear, pass again) ── release
     caller B:            acquire ✗ → set rerun → acquire ✗ → return (A will run for B)

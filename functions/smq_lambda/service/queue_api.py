@@ -1,7 +1,7 @@
 """The use cases behind the REST API, over the ports: submit, read, reprioritize, cancel, pools.
 
 The API never starts or stops SageMaker jobs itself: it records what the user asked for with a
-conditional write and kicks the scheduler, whose pass (reserved concurrency 1) acts on it. A kick that
+conditional write and kicks the scheduler (a message on its queue), whose next pass acts on it. A kick that
 fails is logged by the trigger, not raised: the request is already durable, and the periodic
 reconciliation pass acts on it. Nor does it ask SageMaker how pools are used: each pass publishes
 what it measured, and `pools()` reads that.
