@@ -150,6 +150,7 @@ def test_stop_sends_sigterm_and_keeps_the_checkpoint(make_stack: Any, aws_env: d
     assert "ModelArtifacts" in description
 
 
+@pytest.mark.slow  # a real process for seconds
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace_period(
     make_stack: Any, aws_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -188,6 +189,7 @@ def test_a_failing_script_fails_with_its_last_lines(process_stack: Stack, aws_en
     assert process_stack.events[-1]["detail"]["FailureReason"] == reason
 
 
+@pytest.mark.slow  # a real process for seconds
 def test_a_spot_interruption_resumes_the_process_from_its_checkpoint(
     process_stack: Stack, aws_env: dict[str, str]
 ) -> None:
@@ -239,6 +241,7 @@ def test_shutdown_leaves_no_process_behind(make_stack: Any, aws_env: dict[str, s
     assert stack.statuses(name)[-1] == ("Stopped", "Stopped")
 
 
+@pytest.mark.slow  # a real process for seconds
 def test_container_entrypoint_runs_without_sagemaker_program(process_stack: Stack, aws_env: dict[str, str]) -> None:
     name = unique("entry")
     process_stack.client.create_training_job(
@@ -265,6 +268,7 @@ def test_a_job_with_nothing_to_run_is_rejected(process_stack: Stack) -> None:
     assert "sagemaker_program" in raised.value.response["Error"]["Message"]
 
 
+@pytest.mark.slow  # a real process for seconds
 def test_a_process_reports_the_gpu_utilization_its_request_names_until_it_hangs(
     process_stack: Stack, aws_env: dict[str, str]
 ) -> None:
