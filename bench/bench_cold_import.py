@@ -67,26 +67,18 @@ LAMBDA_ZIP_LIMIT_MB = 50.0
 LAMBDA_UNZIPPED_LIMIT_MB = 250.0
 
 _SCRUBBED_PREFIXES = ("SMQ_", "POWERTOOLS_", "AWS_LAMBDA_", "LAMBDA_", "_X_AMZN_", "AWS_XRAY_", "AWS_SAM_")
+LAMBDA_RUNTIME = {
+    "LAMBDA_TASK_ROOT": "/var/task",
+    "AWS_LAMBDA_FUNCTION_NAME": "smq-bench",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_SERVICE_NAME": "smq",
+    "POWERTOOLS_METRICS_NAMESPACE": "smq",
+}
 ENVIRONMENTS = {
     "local": {},
-    "lambda": {
-        "LAMBDA_TASK_ROOT": "/var/task",
-        "AWS_LAMBDA_FUNCTION_NAME": "smq-bench",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_SERVICE_NAME": "smq",
-        "POWERTOOLS_METRICS_NAMESPACE": "smq",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    },
-    "lambda-traced": {
-        "LAMBDA_TASK_ROOT": "/var/task",
-        "AWS_LAMBDA_FUNCTION_NAME": "smq-bench",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_SERVICE_NAME": "smq",
-        "POWERTOOLS_METRICS_NAMESPACE": "smq",
-        "POWERTOOLS_TRACE_DISABLED": "false",
-    },
+    "lambda": {**LAMBDA_RUNTIME, "POWERTOOLS_TRACE_DISABLED": "true"},
+    "lambda-traced": {**LAMBDA_RUNTIME, "POWERTOOLS_TRACE_DISABLED": "false"},
 }
 """`lambda` is a deployed function under the template's default (`Tracing: Disabled`, which sets
 POWERTOOLS_TRACE_DISABLED); `lambda-traced` is one deployed with `Tracing: Active`."""

@@ -36,7 +36,7 @@ from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.ports import InUse
 from smq_lambda.scheduling.snapshot import SchedulerConfig
@@ -111,12 +111,8 @@ class ScanStore(DynamoJobStore):
     def _scan_active(self) -> list[Job]:
         items = []
         for page in self._client.get_paginator("scan").paginate(TableName=self._table, ConsistentRead=True):
-            items.extend(item for item in page["Items"] if "order_key" in item)
-        jobs = [from_item(item) for item in items if item["state"]["S"] in {str(state) for state in JobState}]
-        return sorted(
-            (job for job in jobs if job.state not in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)),
-            key=lambda job: job.order,
-        )
+            items.extend(item for item in page["Items"] if item.get("state", {}).get("S") in ACTIVE_STATES)
+        return sorted((from_item(item) for item in items), key=lambda job: job.order)
 
     def in_use(self) -> InUse:
         live = [job for job in self._scan_active() if job.state in LIVE_STATES]

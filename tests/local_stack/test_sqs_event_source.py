@@ -20,19 +20,9 @@ from smq.local.event_router import Chaos
 from smq.local.sqs_event_source import SqsEventSource
 
 from tests.support.aws import REGION, use_test_credentials
+from tests.support.sqs import DOCUMENTED_RECORD_KEYS
 
 PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"]}
-RECORD_KEYS = {
-    "messageId",
-    "receiptHandle",
-    "body",
-    "attributes",
-    "messageAttributes",
-    "md5OfBody",
-    "eventSource",
-    "eventSourceARN",
-    "awsRegion",
-}
 
 
 class Queues:
@@ -119,7 +109,7 @@ def test_messages_arrive_in_one_batch_in_the_event_lambda_gives(queues: Queues) 
     records = event["Records"]
     assert [json.loads(record["body"]) for record in records] == [{"n": index} for index in range(5)]
     for record in records:
-        assert set(record) >= RECORD_KEYS
+        assert set(record) >= DOCUMENTED_RECORD_KEYS
         assert (record["eventSource"], record["eventSourceARN"], record["awsRegion"]) == (
             "aws:sqs",
             queues.arn(queues.url),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from smq_lambda.adapters.dynamodb_store import outside_count, outside_entry
 from smq_lambda.adapters.item_codec import (
     Item,
     archive_key,
@@ -142,7 +143,7 @@ class InMemoryJobStore:
             outside = {
                 pool: total
                 for pool, entries in self._outside.items()
-                if (total := sum(int(entry.rpartition("=")[2]) for entry in entries))
+                if (total := sum(outside_count(entry) for entry in entries))
             }
             pools = frozenset(self._pools)
         live.sort(key=lambda item: item["order_key"]["S"])
@@ -172,7 +173,7 @@ class InMemoryJobStore:
                 self._pools.update(demand)
             for pool, count in demand.items():
                 entries = self._outside.setdefault(pool, set())
-                (entries.add if holding else entries.discard)(f"{training_job_name}={count}")
+                (entries.add if holding else entries.discard)(outside_entry(training_job_name, count))
 
     def replace_outside(self, jobs: Mapping[str, Mapping[str, int]]) -> None:
         with self._lock:
@@ -180,7 +181,7 @@ class InMemoryJobStore:
             for name, demand in jobs.items():
                 self._pools.update(demand)
                 for pool, count in demand.items():
-                    self._outside.setdefault(pool, set()).add(f"{name}={count}")
+                    self._outside.setdefault(pool, set()).add(outside_entry(name, count))
 
     def list_jobs(
         self,
