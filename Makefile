@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-pass-cost bench-cold-import bench-kueue lint clean
+.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-pass-cost bench-cold-import bench-kueue lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +32,15 @@ demo: setup
 	$(VENV)/bin/smq local demo
 
 BENCH_JSON := .bench
-BENCH_TARGETS := bench-scheduler bench-trainer bench-pass-cost bench-cold-import bench-kueue
+BENCH_TARGETS := bench-scheduler bench-simulate bench-trainer bench-pass-cost bench-cold-import bench-kueue
 
 bench: $(BENCH_TARGETS)
 
 bench-scheduler: setup
 	$(PY) bench/bench_scheduler.py
+
+bench-simulate: setup
+	$(PY) bench/bench_simulate.py --json $(BENCH_JSON)/simulate.json
 
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py

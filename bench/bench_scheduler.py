@@ -1,75 +1,29 @@
-"""Scheduler benchmark: backfill off against on in simulation, and the cost of one decide() pass.
+"""The cost of one decide() pass: snapshots of 10, 100, 1000 and 5000 active jobs, timed against a
+baseline taken in the same run (sorting the pending jobs into queue order, the least any pass must do).
 
-Run: .venv/bin/python bench/bench_scheduler.py [--jobs 300] [--seed 7]   (the simulator module sits
-beside this script, so running the script puts it on the path)
+Run: .venv/bin/python bench/bench_scheduler.py [--seed 7]
 
-Part 1 drives decide() through bench/scheduler_simulation.py over one seeded workload, once with
-backfill off and once on, and prints waits per priority class, accelerator utilization, idle
-instance-hours while jobs were pending, preemption stops, and the on/off ratios.
-
-Part 2 times one pass over snapshots of 10, 100, 1000 and 5000 active jobs against a baseline taken
-in the same run (sorting the pending jobs into queue order, the least any pass must do).
+What the decisions are worth (waits, utilization, inversions against baselines) is measured by
+bench/bench_simulate.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from scheduler_simulation import EPOCH, HOUR, Result, Workload, simulate
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from tabulate import tabulate
 
+EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 TIMING_POOLS = {"ml.p5.48xlarge": 64, "ml.p4d.24xlarge": 64, "ml.g5.xlarge": 256, "ml.trn1.32xlarge": 64}
-
-
-def compare_backfill(workload: Workload, start_delay: float, stop_delay: float) -> None:
-    submissions = workload.generate()
-    results: dict[str, Result] = {}
-    for label, backfill in (("off", False), ("on", True)):
-        started = time.perf_counter()
-        config = SchedulerConfig(pools=workload.pools, backfill=backfill)
-        results[label] = simulate(submissions, config, start_delay=start_delay, stop_delay=stop_delay)
-        print(f"backfill {label}: {results[label].passes} passes in {time.perf_counter() - started:.1f} s")
-    off, on = results["off"], results["on"]
-    rows = []
-    for priority in sorted(workload.priorities, reverse=True):
-        rows.append(_row(f"mean wait p{priority} (h)", off.mean_wait(priority) / HOUR, on.mean_wait(priority) / HOUR))
-        rows.append(_row(f"max wait p{priority} (h)", off.max_wait(priority) / HOUR, on.max_wait(priority) / HOUR))
-    rows += [
-        _row("utilization (busy / capacity inst-h)", off.utilization, on.utilization, digits=3),
-        _row(
-            "idle inst-h while jobs pending",
-            off.idle_while_pending_seconds / HOUR,
-            on.idle_while_pending_seconds / HOUR,
-        ),
-        _row("preemption stops", off.preemptions, on.preemptions, digits=0),
-        _row("stops that reclaimed backfilled jobs", off.reclaim_stops, on.reclaim_stops, digits=0),
-        _row("backfill starts", off.backfill_starts, on.backfill_starts, digits=0),
-        _row("makespan (h)", off.makespan / HOUR, on.makespan / HOUR),
-    ]
-    print(tabulate(rows, headers=["metric", "backfill off", "backfill on", "on / off"], tablefmt="github"))
-    if on.reclaim_delays:
-        delays = sorted(on.reclaim_delays)
-        within = sum(delay <= stop_delay for delay in delays)
-        print(
-            f"heads reclaiming backfilled instances: {len(delays)}; started within one stop ({stop_delay:.0f} s): "
-            f"{within}; median {statistics.median(delays):.0f} s, max {delays[-1]:.0f} s"
-        )
-    print(f"unfinished jobs: off {len(off.unfinished)}, on {len(on.unfinished)}")
-
-
-def _row(metric: str, off: float, on: float, digits: int = 1) -> list[str]:
-    ratio = f"{on / off:.2f}" if off else "-"
-    return [metric, f"{off:.{digits}f}", f"{on:.{digits}f}", ratio]
 
 
 def synthetic_snapshot(active: int, seed: int) -> Snapshot:
@@ -155,19 +109,9 @@ def time_passes(sizes: list[int], seed: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--load", type=float, default=0.9)
-    parser.add_argument("--start-delay", type=float, default=300.0, help="seconds from StartJob to training")
-    parser.add_argument("--stop-delay", type=float, default=120.0, help="seconds from PreemptJob to Stopped")
     args = parser.parse_args()
-    workload = Workload(seed=args.seed, jobs=args.jobs, load=args.load)
-    print(
-        f"## Simulation: {args.jobs} jobs, seed {args.seed}, pools {dict(workload.pools)}, load {args.load}, "
-        f"start {args.start_delay:.0f} s, stop {args.stop_delay:.0f} s\n"
-    )
-    compare_backfill(workload, args.start_delay, args.stop_delay)
-    print("\n## One decide() pass\n")
+    print("## One decide() pass\n")
     time_passes([10, 100, 1000, 5000], args.seed)
 
 

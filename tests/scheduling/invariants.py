@@ -109,28 +109,52 @@ def _covers(targets: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
 
 
 def _preemptions_minimal(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> None:
-    """Replaying the actions in order, each head's targets cover its shortfall at that moment (counting
-    stops in flight and those decided before) and removing any one target leaves a pool short."""
-    jobs = {job.name: job for job in snapshot.jobs}
-    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
-    groups: dict[str, list[Job]] = {}
-    shortfalls: dict[str, dict[str, int]] = {}
-    for action in actions:
-        if isinstance(action, StartJob):
-            used.update(jobs[action.job_name].demand)
-        elif isinstance(action, PreemptJob):
-            head = jobs[action.for_job]
-            if head.name not in shortfalls:
-                shortfalls[head.name] = _shortfall(head, used, releasing, config)
-            groups.setdefault(head.name, []).append(jobs[action.job_name])
-            releasing.update(jobs[action.job_name].demand)
-    for head, targets in groups.items():
-        shortfall = shortfalls[head]
+    """Each job's targets cover its shortfall at its turn in queue order, and removing any one
+    target leaves a pool short. The shortfall counts stops in flight and those decided before, and
+    the instances kept for the waiting jobs ahead that have their room (see `replay`)."""
+    for job, shortfall, targets in replay(snapshot, config, actions).groups:
         if not _covers(targets, shortfall):
-            raise Violation(f"preemptions for {head} do not cover {shortfall}")
+            raise Violation(f"preemptions for {job} do not cover {shortfall}")
         for target in targets:
             if _covers([other for other in targets if other is not target], shortfall):
-                raise Violation(f"preempting {target.name} for {head} is not needed")
+                raise Violation(f"preempting {target.name} for {job} is not needed")
+
+
+@dataclass
+class Replay:
+    groups: list[tuple[str, dict[str, int], list[Job]]]
+    """(job, its shortfall at its turn, the jobs preempted for it)."""
+    backfills_over_reserved: list[str]
+    """Backfill starts that took instances kept for a waiting job ahead."""
+
+
+def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> Replay:
+    """Walk the pending jobs in queue order with the pass's actions at each one's turn. A waiting
+    job has its room when stops in flight cover it (after what is kept for the jobs ahead) or jobs
+    were preempted for it; its instances are then kept for it, and no later job may take them."""
+    jobs = {job.name: job for job in snapshot.jobs}
+    starts = {action.job_name: action for action in actions if isinstance(action, StartJob)}
+    preempted_for: dict[str, list[Job]] = {}
+    for action in actions:
+        if isinstance(action, PreemptJob):
+            preempted_for.setdefault(action.for_job, []).append(jobs[action.job_name])
+    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
+    result = Replay([], [])
+    for job in sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order):
+        start = starts.get(job.name)
+        if start is not None:
+            if start.backfill and _shortfall(job, used, Counter(), config):
+                result.backfills_over_reserved.append(job.name)
+            used.update(job.demand)
+            continue
+        targets = preempted_for.get(job.name, [])
+        if targets:
+            result.groups.append((job.name, _shortfall(job, used, releasing, config), targets))
+            for target in targets:
+                releasing.update(target.demand)
+        if targets or not _shortfall(job, used, releasing, config):
+            used.update(job.demand)
+    return result
 
 
 def _shortfall(head: Job, used: Counter[str], releasing: Counter[str], config: SchedulerConfig) -> dict[str, int]:
@@ -173,28 +197,11 @@ def _strict_order(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence
 def _backfill_only_on_unusable_instances(
     snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime
 ) -> None:
-    """A backfill start, at the moment it is decided, leaves alone every instance a head ahead of it
-    would get: each waiting job first in one of its pools does not fit even once stops land."""
-    jobs = {job.name: job for job in snapshot.jobs}
-    started = {action.job_name for action in actions if isinstance(action, StartJob)}
-    waiting = [
-        job
-        for job in sorted(snapshot.jobs, key=lambda job: job.order)
-        if _eligible(job, config, now) and job.name not in started
-    ]
-    used, releasing = usage(snapshot.jobs, snapshot.external_usage)
-    for action in actions:
-        if isinstance(action, PreemptJob):
-            releasing.update(jobs[action.job_name].demand)
-        if not isinstance(action, StartJob):
-            continue
-        job = jobs[action.job_name]
-        if action.backfill:
-            for pool in _limited(job, config):
-                head = next((other for other in waiting if other.order < job.order and pool in other.demand), None)
-                if head is not None and not _shortfall(head, used, releasing, config):
-                    raise Violation(f"backfill {job.name} in {pool} while head {head.name} fits once stops land")
-        used.update(job.demand)
+    """A backfill start, at the moment it is decided, takes only free instances that are not kept
+    for a waiting job ahead of it."""
+    over = replay(snapshot, config, actions).backfills_over_reserved
+    if over:
+        raise Violation(f"backfill {over} took instances kept for a job ahead")
 
 
 def heads(snapshot: Snapshot, config: SchedulerConfig, started: Iterable[str], now: datetime) -> list[Job]:

@@ -26,6 +26,7 @@ from smq.api_client import SmqApiClient
 from smq.cli.format import describe_text, pools_table, status_table
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
 from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
+from smq.simulate.cli import register_simulate_command
 
 PROG = "smq"
 EXIT_OK = 0
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--count", type=int, metavar="N", help="stop after N refreshes (default: until Ctrl-C)")
     watch.set_defaults(func=cmd_watch)
 
+    register_simulate_command(commands)
     _register_local_commands(commands)
     return parser
 

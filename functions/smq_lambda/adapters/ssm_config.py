@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from smq_lambda.domain.pools_document import parse_pools
 from smq_lambda.errors import ConfigError, ServiceUnavailable, SmqError
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.settings import Settings
@@ -37,23 +38,6 @@ UNAVAILABLE_CODES = frozenset(
 )
 """GetParameter error codes that pass: SSM throttled the call or failed on its side. Any other code
 (ParameterNotFound, AccessDeniedException, ...) needs an operator."""
-
-
-def parse_pools(value: Any, *, source: str) -> dict[str, int]:
-    """Validate the pools JSON: an object of instance type → non-negative integer instance count."""
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"{source} must be a JSON object of instance type to instance count, "
-            f'such as {{"ml.g5.xlarge": 8}}; got {type(value).__name__}'
-        )
-    pools: dict[str, int] = {}
-    for instance_type, count in value.items():
-        if not instance_type.strip():
-            raise ConfigError(f"{source}: an instance type is empty")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ConfigError(f"{source}: {instance_type} must map to a non-negative integer, not {count!r}")
-        pools[instance_type] = count
-    return pools
 
 
 def read_failure(name: str, exc: GetParameterError) -> SmqError:

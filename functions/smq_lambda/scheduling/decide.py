@@ -84,23 +84,38 @@ class _Pass:
         """Per blocked pool, the first job that waits for it."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
+        self.stuck: set[str] = set()
+        """Pools where a waiting job has no room even by preemption: later jobs start there only by
+        backfill. In the other headed pools every waiting job has its instances kept for it (taken
+        in the ledger), so the next one may claim room of its own."""
 
     def consider(self, job: Job) -> None:
         """Admit, backfill, nominate preemptions for, or explain one pending job (in queue order)."""
         if self._skip(job):
             return
         blocked = [pool for pool in job.demand if pool in self.heads]
-        if not blocked and self.ledger.fits(job.demand):
+        stuck = [pool for pool in blocked if pool in self.stuck]
+        fits = self.ledger.fits(job.demand)
+        if not blocked and fits:
             self._admit(job, backfill=False, reason=reasons.fits(self._views(job.demand)))
-        elif not blocked:
+        elif not stuck and not fits:
             self._nominate(job)
-        elif self._may_backfill(job, blocked):
+        elif not stuck and self.config.backfill:
             head = self.heads[blocked[0]]
+            self._admit(job, backfill=True, reason=reasons.beside_reserved(self._views(job.demand), head.name))
+        elif not stuck:
+            self._queue(job)
+            self.ledger.take(job.demand)
+        elif self.config.backfill and fits:
+            head = self.heads[stuck[0]]
             self._admit(
                 job, backfill=True, reason=reasons.backfill(self._views(job.demand), head.name, self._shortfall(head))
             )
+        elif self.config.backfill:
+            self._make_room_to_backfill(job, self.heads[stuck[0]])
         else:
             self._queue(job)
+            self._stick(job)
 
     def _skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing."""
@@ -119,44 +134,59 @@ class _Pass:
         self.ledger.take(job.demand)
 
     def _nominate(self, head: Job) -> None:
-        """`head` does not fit and nobody is ahead of it: it waits first in every pool it needs,
-        and lower jobs are stopped for it unless stops in flight already cover it."""
+        """`head` does not fit and every job waiting ahead of it in its pools has its room: lower
+        jobs are stopped for it unless stops in flight already cover it, and the instances it waits
+        for are kept for it. Without room even then, it is stuck: later jobs of its pools start
+        only by backfill. Only the first job waiting for a pool gets its reason written; a reader
+        of a later one is told its position (see the module docstring)."""
         self._queue(head)
         shortfall = self._shortfall(head)
-        if shortfall:
-            candidates = [job for job in self.live.values() if is_reclaimable_by(job, head)]
-            targets = select_targets(shortfall, candidates)
-            if targets is None:
-                short = next(iter(shortfall))
+        first = any(self.heads[pool] is head for pool in head.demand if pool in self.heads)
+        if shortfall and not self._preempt_for(head, shortfall):
+            short = next(iter(shortfall))
+            if first:
                 self._explain(head, reasons.no_room(self._view(short, head.demand[short])))
-                return
-            for target in targets:
-                reason = reasons.preempted(
-                    head.name, head.priority, target.priority, shortfall, reclaimed=target.is_backfill
-                )
-                self.actions.append(PreemptJob(target.name, _attempt(target), head.name, reason))
-                del self.live[target.name]
-            self.ledger.release(targets)
+            self._stick(head)
+            return
         short_now = [
             self._view(pool, count) for pool, count in head.demand.items() if not self.ledger.fits({pool: count})
         ]
-        self._explain(head, reasons.awaiting_release(short_now))
+        if first:
+            self._explain(head, reasons.awaiting_release(short_now))
+        self.ledger.take(head.demand)
+
+    def _make_room_to_backfill(self, job: Job, head: Job) -> None:
+        """`job` waits behind a stuck head and does not fit: jobs it outranks are stopped so that it
+        can be backfilled once they are gone. They rank below the head too, so their instances
+        would not have let the head start."""
+        shortfall = self._shortfall(job)
+        if shortfall and not self._preempt_for(job, shortfall):
+            self._queue(job)
+            return
+        self._explain(job, reasons.backfill_awaiting_release(self._views(job.demand), head.name))
+        self.ledger.take(job.demand)
+
+    def _preempt_for(self, job: Job, shortfall: Mapping[str, int]) -> bool:
+        """Stop the fewest live jobs `job` may reclaim that cover `shortfall`; False when none do."""
+        candidates = [other for other in self.live.values() if is_reclaimable_by(other, job)]
+        targets = select_targets(shortfall, candidates)
+        if targets is None:
+            return False
+        for target in targets:
+            reason = reasons.preempted(job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill)
+            self.actions.append(PreemptJob(target.name, _attempt(target), job.name, reason))
+            del self.live[target.name]
+        self.ledger.release(targets)
+        return True
+
+    def _stick(self, job: Job) -> None:
+        self.stuck.update(pool for pool in job.demand if self.ledger.capacity(pool) is not None)
 
     def _queue(self, job: Job) -> None:
         """`job` waits: it heads every limited pool not yet headed."""
         for pool in job.demand:
             if self.ledger.capacity(pool) is not None:
                 self.heads.setdefault(pool, job)
-
-    def _may_backfill(self, job: Job, blocked: list[str]) -> bool:
-        """Backfill is on, `job` fits in the free instances now, and the head of every blocked pool
-        it needs would not fit even once the stops in flight land (a heterogeneous head fits only
-        whole), so the instances free now are of no use to those heads yet."""
-        return (
-            self.config.backfill
-            and self.ledger.fits(job.demand)
-            and not any(self.ledger.fits_once_released(self.heads[pool].demand) for pool in blocked)
-        )
 
     def _shortfall(self, job: Job) -> dict[str, int]:
         """Instances per pool `job` still lacks once the stops in flight land."""

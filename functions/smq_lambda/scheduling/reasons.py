@@ -55,6 +55,18 @@ def backfill(views: Sequence[PoolView], head: str, head_shortfall: Mapping[str, 
     )
 
 
+def beside_reserved(views: Sequence[PoolView], head: str) -> str:
+    return (
+        f"backfill: {'; '.join(_room(view) for view in views)}; head {head} waits only for instances "
+        f"being released, which are kept for it"
+    )
+
+
+def backfill_awaiting_release(views: Sequence[PoolView], head: str) -> str:
+    rooms = " and ".join(f"{view.need} of {view.pool}" for view in views)
+    return f"to be backfilled once lower-priority jobs stopped for it release {rooms}; head {head} cannot start yet"
+
+
 def queued(ahead: int, pool: str, head: str | None) -> str:
     """Why a job that is not a head waits, computed when someone reads it (never stored)."""
     first = f"; {head} is first and waits for instances" if head is not None else ""

@@ -1,0 +1,174 @@
+"""`smq simulate TRACE.jsonl ...` and `smq simulate generate KIND ...`.
+
+Both forms share one parser: `generate` in the place of the trace names the generator (a trace
+file called `generate` is given as `./generate`). A bad trace, configuration or option is one line
+on stderr and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.simulation.engine import Result, Timing, simulate
+from smq_lambda.simulation.policies import PolicyName
+from smq_lambda.simulation.trace import TraceError, TraceJob, check_pools, parse_trace, write_trace
+
+from smq.simulate.report import metrics_table, write_outputs
+from smq.simulate.workloads import GENERATORS, Workload
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+GENERATE = "generate"
+
+
+class SimulationUsageError(Exception):
+    """What the user gave cannot be simulated: exit 2 with this message."""
+
+
+def register_simulate_command(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="replay a workload against the scheduler in virtual time (what-if, baselines, Gantt chart)",
+        usage="smq simulate TRACE.jsonl [options]\n       smq simulate generate {%s} [--seed N] [--out DIR]"
+        % ",".join(GENERATORS),
+        description="Replay TRACE.jsonl (one JSON object per job) with the real scheduling code, or generate a trace.",
+    )
+    parser.add_argument("trace", metavar="TRACE.jsonl", help="the trace to replay, or 'generate'")
+    parser.add_argument("kind", nargs="?", help=f"generate only: the workload ({', '.join(GENERATORS)})")
+    parser.add_argument("--policy", choices=[str(name) for name in PolicyName], default=str(PolicyName.SMQ))
+    parser.add_argument("--compare", action="store_true", help="run every policy and print them side by side")
+    parser.add_argument("--backfill", choices=("on", "off"), default="off", help="smq's backfill (default off)")
+    parser.add_argument(
+        "--capacity", action="append", default=[], metavar="TYPE=N", type=capacity, help="a pool, repeatable"
+    )
+    parser.add_argument("--config", type=Path, metavar="FILE.json", help="the queue's pools document")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write metrics.json, timeline.csv, gantt.png here")
+    parser.add_argument("--seed", type=int, default=7, help="start-up times (simulate) or the workload (generate)")
+    parser.add_argument(
+        "--start-s",
+        type=start_range,
+        default=(120.0, 300.0),
+        metavar="MIN[:MAX]",
+        help="seconds from a start to training, drawn uniformly (default 120:300)",
+    )
+    parser.add_argument(
+        "--pass-delay-s", type=float, default=0.0, metavar="S", help="from an event to its pass (default 0)"
+    )
+    parser.add_argument("--jobs", type=int, help="generate mixed/spot: how many jobs")
+    parser.add_argument("--pools", type=int, help="generate kueue: how many pools of 20 instances (default 3)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.trace == GENERATE:
+            return generate(args)
+        if args.kind is not None:
+            raise SimulationUsageError(f"unexpected argument {args.kind!r} after the trace")
+        return replay(args)
+    except (SimulationUsageError, TraceError) as exc:
+        print(f"smq simulate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def generate(args: argparse.Namespace) -> int:
+    if args.kind not in GENERATORS:
+        raise SimulationUsageError(f"generate needs a workload: one of {', '.join(GENERATORS)}")
+    sizes = {"jobs": args.jobs, "pools": args.pools}
+    options = {key: value for key, value in sizes.items() if value is not None}
+    try:
+        workload: Workload = GENERATORS[args.kind](args.seed, **options)
+    except TypeError:
+        raise SimulationUsageError(f"{args.kind} takes no {' or '.join('--' + key for key in options)}") from None
+    if args.out is None:
+        sys.stdout.write(write_trace(workload.jobs))
+        return EXIT_OK
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "trace.jsonl").write_text(write_trace(workload.jobs))
+    (args.out / "config.json").write_text(json.dumps(workload.pools, indent=2) + "\n")
+    print(f"wrote {args.out / 'trace.jsonl'} ({len(workload.jobs)} jobs) and {args.out / 'config.json'}")
+    print(
+        f"next: smq simulate {args.out / 'trace.jsonl'} --config {args.out / 'config.json'} --compare --out {args.out}"
+    )
+    return EXIT_OK
+
+
+def replay(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    config = SchedulerConfig(pools=pools_of(args), backfill=args.backfill == "on")
+    try:
+        check_pools(trace, config.pools)
+    except TraceError as exc:
+        raise SimulationUsageError(f"{args.trace} {exc}") from None
+    timing = Timing(args.start_s[0], args.start_s[1], args.pass_delay_s, args.seed)
+    names = list(PolicyName) if args.compare else [PolicyName(args.policy)]
+    results: dict[str, Result] = {str(name): simulate(trace, config, name, timing) for name in names}
+    print(metrics_table({name: result.metrics for name, result in results.items()}))
+    if args.out is not None:
+        for name, result in results.items():
+            directory = args.out / name if args.compare else args.out
+            title = f"{Path(args.trace).name}: {name}" + (f", backfill {args.backfill}" if name == "smq" else "")
+            skipped = write_outputs(directory, result, config.pools, title)
+            if skipped:
+                print(f"smq simulate: gantt.png not drawn: {skipped}", file=sys.stderr)
+        print(f"wrote metrics.json, timeline.csv and gantt.png under {args.out}")
+    return EXIT_OK
+
+
+def read_trace(path: str) -> list[TraceJob]:
+    try:
+        with open(path) as file:
+            return parse_trace(file)
+    except OSError as exc:
+        raise SimulationUsageError(f"cannot read the trace {path}: {exc.strerror}") from None
+    except TraceError as exc:
+        raise SimulationUsageError(f"{path} {exc}") from None
+
+
+def pools_of(args: argparse.Namespace) -> dict[str, int]:
+    """The pools from --config, then --capacity on top (a pool given twice takes the later count)."""
+    pools: dict[str, int] = {}
+    if args.config is not None:
+        pools.update(read_config(args.config))
+    pools.update(dict(args.capacity))
+    if not pools:
+        raise SimulationUsageError("no pools: give --config FILE.json or --capacity TYPE=N")
+    return pools
+
+
+def read_config(path: Path) -> dict[str, int]:
+    """The pools document the deployed queue reads from SSM, checked by the same rules."""
+    from smq_lambda.domain.pools_document import parse_pools
+    from smq_lambda.errors import ConfigError
+
+    try:
+        return parse_pools(json.loads(path.read_text()), source=str(path))
+    except OSError as exc:
+        raise SimulationUsageError(f"cannot read the configuration {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise SimulationUsageError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    except ConfigError as exc:
+        raise SimulationUsageError(str(exc)) from None
+
+
+def capacity(text: str) -> tuple[str, int]:
+    pool, _, count = text.partition("=")
+    if not pool or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TYPE=N (e.g. ml.g5.xlarge=8), got {text!r}")
+    return pool, int(count)
+
+
+def start_range(text: str) -> tuple[float, float]:
+    low, _, high = text.partition(":")
+    try:
+        bounds = (float(low), float(high or low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN[:MAX] seconds (e.g. 120:300), got {text!r}") from None
+    if not 0 <= bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"expected 0 <= MIN <= MAX, got {text!r}")
+    return bounds

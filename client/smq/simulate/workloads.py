@@ -1,0 +1,132 @@
+"""Seeded traces to simulate (`smq simulate generate KIND`), each with the pools it was made for.
+
+- `mixed`: bursty, mixed-priority work of three teams over two pools: bursts of submissions (a
+  team's sweep, a deadline) at random times, sizes from one instance to a whole pool, durations
+  lognormal around two hours, every job checkpointing every 10 to 30 minutes; about 0.9 of the
+  capacity offered over the arrival window.
+- `seed`: the article's scenario: capacity 2, four one-instance jobs of priorities 1, 2, 1, 3
+  submitted 20 seconds apart.
+- `kueue`: the Kueue-shaped load of bench/bench_kueue_load.py: per pool of 20 instances, 350 small
+  (1 instance, 0.2 s, priority 50, one every 100 ms), 100 medium (5, 0.5 s, 100, every 500 ms), 50
+  large (20, 1 s, 200, every 1.2 s). Simulate it with `--start-s 0`: its jobs are shorter than any
+  SageMaker start.
+- `spot`: managed-spot work over one pool: two jobs in three are spot and interrupted up to five
+  times, all checkpointing every 15 minutes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from smq_lambda.simulation.trace import TraceJob
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    jobs: list[TraceJob]
+    pools: dict[str, int]
+
+
+def mixed(seed: int, jobs: int = 300) -> Workload:
+    rng = random.Random(seed)
+    pools = {"ml.p5.48xlarge": 8, "ml.g5.12xlarge": 16}
+    sizes = {"ml.p5.48xlarge": (1, 1, 2, 2, 4, 8), "ml.g5.12xlarge": (1, 2, 2, 4, 4, 8, 16)}
+    teams = ("vision", "nlp", "speech")
+    drafts = []
+    for number in range(jobs):
+        pool = rng.choice(list(pools))
+        priority = rng.choices((0, 1, 2, 3), (0.5, 0.3, 0.15, 0.05))[0]
+        duration = min(max(rng.lognormvariate(0, 0.9) * 2 * HOUR / 1.5, 300.0), 24 * HOUR)
+        drafts.append((f"job-{number:04d}", pool, rng.choice(sizes[pool]), priority, round(duration)))
+    offered = sum(size * duration for _, _, size, _, duration in drafts)
+    window = offered / (sum(pools.values()) * 0.9)
+    arrivals = _bursts(rng, len(drafts), window)
+    trace = [
+        TraceJob(
+            name=name,
+            submit_s=at,
+            priority=priority,
+            pool=pool,
+            instances=size,
+            duration_s=float(duration),
+            team=rng.choice(teams),
+            checkpoint_every_s=float(rng.choice((600, 900, 1800))),
+            stop_s=float(rng.randint(30, 120)),
+        )
+        for (name, pool, size, priority, duration), at in zip(drafts, arrivals, strict=True)
+    ]
+    return Workload(trace, pools)
+
+
+def _bursts(rng: random.Random, count: int, window: float) -> list[float]:
+    """`count` submission times over about `window` seconds, in bursts of 1 to 15 jobs submitted
+    within ten minutes of each other."""
+    times: list[float] = []
+    while len(times) < count:
+        start = rng.uniform(0, window)
+        times.extend(start + rng.uniform(0, 600) for _ in range(rng.randint(1, 15)))
+    return sorted(round(moment, 1) for moment in times[:count])
+
+
+def seed_scenario(seed: int) -> Workload:
+    del seed
+    priorities = {"job1": 1, "job2": 2, "job3": 1, "job4": 3}
+    durations = {"job1": 2 * HOUR, "job2": HOUR, "job3": 2 * HOUR, "job4": HOUR}
+    trace = [
+        TraceJob(name, 20.0 * index, priorities[name], "ml.p5.48xlarge", 1, durations[name], checkpoint_every_s=600.0)
+        for index, name in enumerate(priorities)
+    ]
+    return Workload(trace, {"ml.p5.48xlarge": 2})
+
+
+KUEUE_CLASSES = (("small", 350, 1, 0.2, 50, 0.1), ("medium", 100, 5, 0.5, 100, 0.5), ("large", 50, 20, 1.0, 200, 1.2))
+"""name, jobs per pool, instances, seconds, priority, seconds between arrivals."""
+
+
+def kueue(seed: int, pools: int = 3) -> Workload:
+    del seed
+    names = [f"ml.kueue{number:02d}.xlarge" for number in range(pools)]
+    trace = [
+        TraceJob(f"{pool}-{name}-{index:03d}", round(index * every, 3), priority, pool, size, seconds)
+        for pool in names
+        for name, count, size, seconds, priority, every in KUEUE_CLASSES
+        for index in range(count)
+    ]
+    return Workload(sorted(trace, key=lambda job: (job.submit_s, job.name)), dict.fromkeys(names, 20))
+
+
+def spot(seed: int, jobs: int = 120) -> Workload:
+    rng = random.Random(seed)
+    trace = []
+    at = 0.0
+    for number in range(jobs):
+        duration = round(min(max(rng.lognormvariate(0, 0.7) * 3 * HOUR / 1.3, 600.0), 24 * HOUR))
+        interruptions: tuple[float, ...] = ()
+        if rng.random() < 2 / 3:
+            interruptions = tuple(sorted(float(rng.randint(60, int(duration))) for _ in range(rng.randint(0, 5))))
+        trace.append(
+            TraceJob(
+                name=f"spot-{number:04d}",
+                submit_s=round(at, 1),
+                priority=rng.choice((0, 0, 1, 2)),
+                pool="ml.p4d.24xlarge",
+                instances=rng.choice((1, 1, 2, 4)),
+                duration_s=float(duration),
+                checkpoint_every_s=900.0,
+                interruptions_s=interruptions,
+            )
+        )
+        at += rng.expovariate(1 / 1500)
+    return Workload(trace, {"ml.p4d.24xlarge": 8})
+
+
+GENERATORS: dict[str, Callable[..., Workload]] = {
+    "mixed": mixed,
+    "seed": seed_scenario,
+    "kueue": kueue,
+    "spot": spot,
+}

@@ -1,0 +1,1 @@
+"""Replaying a workload against the real scheduling code in virtual time (`smq simulate`)."""

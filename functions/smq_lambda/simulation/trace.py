@@ -1,0 +1,196 @@
+"""A workload to replay: one JSON object per line (JSON Lines), validated with errors that name the
+line and the field, so a user can fix a trace of thousands of jobs without guessing.
+
+    {"name": "bert-1", "submit_s": 0, "priority": 2, "pool": "ml.p5.48xlarge", "instances": 2,
+     "duration_s": 7200, "team": "nlp", "checkpoint_every_s": 600, "stop_s": 60,
+     "interruptions_s": [1800]}
+
+`duration_s` is the training the job needs once running. `checkpoint_every_s`: the job saves its
+progress every that many seconds of training, and a stop or an interruption loses what it did since
+its last save (absent: it never saves, and loses everything). `stop_s` is how long a stop takes
+(default 60). `interruptions_s` makes the job managed spot: SageMaker interrupts it when it has
+trained that many seconds (redone work counts), each time once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_STOP_S = 60.0
+FIELDS = frozenset(
+    {
+        "name",
+        "submit_s",
+        "priority",
+        "pool",
+        "instances",
+        "duration_s",
+        "team",
+        "checkpoint_every_s",
+        "stop_s",
+        "interruptions_s",
+    }
+)
+
+
+class TraceError(ValueError):
+    """A trace line that cannot be replayed; the message names the line and the field."""
+
+    def __init__(self, line: int, field_name: str | None, problem: str) -> None:
+        where = f"line {line}" + (f", field {field_name!r}" if field_name else "")
+        super().__init__(f"{where}: {problem}")
+        self.line = line
+        self.field_name = field_name
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    name: str
+    submit_s: float
+    priority: int
+    pool: str
+    instances: int
+    duration_s: float
+    team: str | None = None
+    checkpoint_every_s: float | None = None
+    stop_s: float = DEFAULT_STOP_S
+    interruptions_s: tuple[float, ...] = field(default=())
+    line: int = field(default=0, compare=False)
+    """Where the job came from in its trace file (0: built, not read)."""
+
+    @property
+    def is_spot(self) -> bool:
+        return bool(self.interruptions_s)
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace line of this job, without the members at their defaults."""
+        line: dict[str, Any] = {
+            "name": self.name,
+            "submit_s": self.submit_s,
+            "priority": self.priority,
+            "pool": self.pool,
+            "instances": self.instances,
+            "duration_s": self.duration_s,
+        }
+        if self.team is not None:
+            line["team"] = self.team
+        if self.checkpoint_every_s is not None:
+            line["checkpoint_every_s"] = self.checkpoint_every_s
+        if self.stop_s != DEFAULT_STOP_S:
+            line["stop_s"] = self.stop_s
+        if self.interruptions_s:
+            line["interruptions_s"] = list(self.interruptions_s)
+        return line
+
+
+def parse_trace(lines: Iterable[str]) -> list[TraceJob]:
+    """The jobs of a JSON Lines trace, in file order; blank lines are skipped. Raises TraceError."""
+    jobs: list[TraceJob] = []
+    seen: set[str] = set()
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(number, None, f"not JSON ({exc.msg} at column {exc.colno})") from None
+        job = parse_line(document, number)
+        if job.name in seen:
+            raise TraceError(number, "name", f"{job.name!r} appears twice in the trace")
+        seen.add(job.name)
+        jobs.append(job)
+    if not jobs:
+        raise TraceError(0, None, "the trace has no jobs")
+    return jobs
+
+
+def parse_line(document: Any, line: int) -> TraceJob:
+    if not isinstance(document, dict):
+        raise TraceError(line, None, f"must be a JSON object, not {type(document).__name__}")
+    unknown = sorted(set(document) - FIELDS)
+    if unknown:
+        raise TraceError(line, unknown[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
+    fields = _Fields(document, line)
+    return TraceJob(
+        name=fields.text("name"),
+        submit_s=fields.seconds("submit_s", minimum=0.0),
+        priority=fields.integer("priority"),
+        pool=fields.text("pool"),
+        instances=fields.integer("instances", minimum=1),
+        duration_s=fields.seconds("duration_s", minimum=0.0, positive=True),
+        team=fields.text("team") if "team" in document else None,
+        checkpoint_every_s=(
+            fields.seconds("checkpoint_every_s", minimum=0.0, positive=True)
+            if "checkpoint_every_s" in document
+            else None
+        ),
+        stop_s=fields.seconds("stop_s", minimum=0.0) if "stop_s" in document else DEFAULT_STOP_S,
+        interruptions_s=fields.interruptions(),
+        line=line,
+    )
+
+
+class _Fields:
+    """Typed reads of one trace line's members, each failing with the line and the member."""
+
+    def __init__(self, document: Mapping[str, Any], line: int) -> None:
+        self._document = document
+        self._line = line
+
+    def _get(self, name: str) -> Any:
+        if name not in self._document:
+            raise TraceError(self._line, name, "is required")
+        return self._document[name]
+
+    def text(self, name: str) -> str:
+        value = self._get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise TraceError(self._line, name, f"must be a non-empty string, not {value!r}")
+        return value
+
+    def integer(self, name: str, minimum: int | None = None) -> int:
+        value = self._get(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TraceError(self._line, name, f"must be an integer, not {value!r}")
+        if minimum is not None and value < minimum:
+            raise TraceError(self._line, name, f"must be at least {minimum}, not {value}")
+        return value
+
+    def seconds(self, name: str, *, minimum: float, positive: bool = False) -> float:
+        return self._number(name, self._get(name), minimum=minimum, positive=positive)
+
+    def interruptions(self) -> tuple[float, ...]:
+        name = "interruptions_s"
+        value = self._document.get(name, [])
+        if not isinstance(value, list):
+            raise TraceError(self._line, name, f"must be a list of seconds, not {value!r}")
+        return tuple(sorted(self._number(name, item, minimum=0.0, positive=True) for item in value))
+
+    def _number(self, name: str, value: Any, *, minimum: float, positive: bool) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise TraceError(self._line, name, f"must be a number of seconds, not {value!r}")
+        if value < minimum or (positive and value <= 0):
+            bound = "greater than 0" if positive else f"at least {minimum:g}"
+            raise TraceError(self._line, name, f"must be {bound}, not {value!r}")
+        return float(value)
+
+
+def check_pools(jobs: Iterable[TraceJob], pools: Mapping[str, int]) -> None:
+    """Every job's pool is configured and large enough, or TraceError names the first that is not."""
+    for job in jobs:
+        if job.pool not in pools:
+            configured = ", ".join(sorted(pools)) or "none"
+            raise TraceError(job.line, "pool", f"{job.pool!r} is not a configured pool (configured: {configured})")
+        if job.instances > pools[job.pool]:
+            raise TraceError(
+                job.line, "instances", f"{job.instances} is more than {job.pool} holds ({pools[job.pool]})"
+            )
+
+
+def write_trace(jobs: Iterable[TraceJob]) -> str:
+    """The JSON Lines text of `jobs` (what `parse_trace` reads back)."""
+    return "".join(json.dumps(job.to_json()) + "\n" for job in jobs)
