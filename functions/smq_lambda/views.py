@@ -28,7 +28,7 @@ def attempt_view(attempt: Attempt) -> dict[str, Any]:
         "training_job_name": attempt.training_job_name,
         "started_at": timestamp(attempt.started_at),
         "ended_at": timestamp(attempt.ended_at),
-        "outcome": attempt.outcome,
+        "outcome": None if attempt.outcome is None else str(attempt.outcome),
         "reason": attempt.reason,
     }
 
@@ -56,7 +56,7 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "training_job_name": attempt.training_job_name if attempt is not None else None,
         "attempts": [attempt_view(item) for item in job.attempts],
         "attempt_count": job.attempt_count,
-        "attempt_outcomes": job.attempt_outcomes,
+        "attempt_outcomes": {str(outcome): count for outcome, count in job.attempt_outcomes.items()},
         "history": [change_view(change) for change in job.history],
         "earlier_job_ids": list(job.earlier_job_ids),
     }

@@ -23,15 +23,11 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 from botocore.stub import ANY, Stubber
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from smq_lambda.adapters import dynamodb_errors, dynamodb_store
+from smq_lambda.adapters import dynamodb_errors, dynamodb_store, dynamodb_table
 from smq_lambda.adapters.dynamodb_errors import UNAVAILABLE_CODES
-from smq_lambda.adapters.dynamodb_store import (
-    SAVE_ROUNDS,
-    TRANSACTION_BUSY_CODES,
-    UNAVAILABLE_REASONS,
-    DynamoJobStore,
-    pool_key,
-)
+from smq_lambda.adapters.dynamodb_pool_holders import pool_key
+from smq_lambda.adapters.dynamodb_store import SAVE_ROUNDS, DynamoJobStore
+from smq_lambda.adapters.dynamodb_table import TRANSACTION_BUSY_CODES, UNAVAILABLE_REASONS
 from smq_lambda.adapters.item_codec import (
     IMMUTABLE_ATTRIBUTES,
     OPTIONAL_ATTRIBUTES,
@@ -741,7 +737,7 @@ def test_unprocessed_keys_are_read_again(stub: Stubber, offline_client: Any) -> 
 def test_keys_left_unprocessed_round_after_round_are_service_unavailable(stub: Stubber, offline_client: Any) -> None:
     _registry_and_pool(stub, "a")
     unprocessed = {STUB_TABLE: {"Keys": [{"name": {"S": "a"}}], "ConsistentRead": True}}
-    for _ in range(dynamodb_store.BATCH_GET_ROUNDS):
+    for _ in range(dynamodb_table.BATCH_GET_ROUNDS):
         stub.add_response("batch_get_item", {"Responses": {STUB_TABLE: []}, "UnprocessedKeys": unprocessed}, None)
 
     with pytest.raises(ServiceUnavailable) as unavailable:

@@ -522,7 +522,7 @@ ENDINGS: dict[str, list[Step]] = {
     "stopped for an idle GPU": [
         start,
         running,
-        lambda current: lifecycle.stop_for_governance(current, NOW, outcome="idle", reason="idle GPU"),
+        lambda current: lifecycle.stop_for_governance(current, NOW, outcome="idle-gpu", reason="idle GPU"),
         lambda current: lifecycle.end_stopped(current, NOW),
     ],
 }

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.domain import lifecycle
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import apply_status, vanished
-from smq_lambda.governance.actions import IDLE_OUTCOME
 
 from tests.adapters.builders import T0, job
 
@@ -30,8 +30,12 @@ def _stopped_report(running) -> TrainingJobStatus:
 @pytest.mark.parametrize("learned_by", ["Stopped report", "vanished"])
 def test_a_governance_stop_ends_the_job_failed_with_its_outcome(learned_by: str) -> None:
     running = _running()
-    stopping = lifecycle.stop_for_governance(running, T0, outcome=IDLE_OUTCOME, reason=REASON)
-    assert (stopping.state, stopping.reason, stopping.stop_outcome) == (JobState.STOPPING, REASON, IDLE_OUTCOME)
+    stopping = lifecycle.stop_for_governance(running, T0, outcome=AttemptOutcome.IDLE_GPU, reason=REASON)
+    assert (stopping.state, stopping.reason, stopping.stop_outcome) == (
+        JobState.STOPPING,
+        REASON,
+        AttemptOutcome.IDLE_GPU,
+    )
     assert stopping.history[-1].what == REASON
     later = T0 + timedelta(minutes=1)
     ended = (
@@ -41,7 +45,7 @@ def test_a_governance_stop_ends_the_job_failed_with_its_outcome(learned_by: str)
     )
     assert ended is not None
     assert (ended.state, ended.reason, ended.stop_outcome) == (JobState.FAILED, REASON, None)
-    assert ended.current_attempt is not None and ended.current_attempt.outcome == IDLE_OUTCOME
+    assert ended.current_attempt is not None and ended.current_attempt.outcome == AttemptOutcome.IDLE_GPU
 
 
 def test_a_cancel_still_ends_cancelled() -> None:
@@ -53,13 +57,13 @@ def test_a_cancel_still_ends_cancelled() -> None:
 
 def test_a_job_that_completes_before_the_stop_lands_is_completed() -> None:
     running = _running()
-    stopping = lifecycle.stop_for_governance(running, T0, outcome=IDLE_OUTCOME, reason=REASON)
+    stopping = lifecycle.stop_for_governance(running, T0, outcome=AttemptOutcome.IDLE_GPU, reason=REASON)
     report = TrainingJobStatus(name=running.current_attempt.training_job_name, status="Completed")
     ended = apply_status(stopping, 1, report, T0)
     assert ended is not None and ended.state is JobState.COMPLETED and ended.stop_outcome is None
 
 
 def test_the_stop_outcome_survives_the_table() -> None:
-    stopping = lifecycle.stop_for_governance(_running(), T0, outcome=IDLE_OUTCOME, reason=REASON)
-    assert from_item(to_item(stopping, ttl_days=30)).stop_outcome == IDLE_OUTCOME
+    stopping = lifecycle.stop_for_governance(_running(), T0, outcome=AttemptOutcome.IDLE_GPU, reason=REASON)
+    assert from_item(to_item(stopping, ttl_days=30)).stop_outcome == AttemptOutcome.IDLE_GPU
     assert "stop_outcome" not in to_item(_running(), ttl_days=30)

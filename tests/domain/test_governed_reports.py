@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import IllegalTransition, JobState
 from smq_lambda.domain.training_status import apply_report
-from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, RETRIED_OUTCOME, SPOT_FALLBACK_OUTCOME
 from smq_lambda.governance.policy import Policy, RetryPolicy
 from smq_lambda.ports import TrainingJobStatus
 
@@ -92,7 +92,7 @@ def test_a_spot_attempt_falls_back_only_past_the_limit(limit: int, interruptions
     job = effect.job
     assert job.state is S.PENDING and job.submitted_at == NOW
     attempt = job.attempts[-1]
-    assert attempt.outcome == SPOT_FALLBACK_OUTCOME and attempt.ended_at == LATER
+    assert attempt.outcome == AttemptOutcome.SPOT_FALLBACK and attempt.ended_at == LATER
     assert attempt.reason == job.reason and f"interrupted {interruptions} times (limit {limit})" in (job.reason or "")
     assert job.history[-1].by == "governance" and job.history[-1].what == job.reason
 
@@ -140,7 +140,7 @@ def test_a_spot_job_sagemaker_stopped_at_its_max_wait_fails_with_that_reason() -
 
     assert effect is not None and effect.stop is None
     assert effect.job.state is S.FAILED
-    assert effect.job.attempts[-1].outcome == MAX_WAIT_OUTCOME
+    assert effect.job.attempts[-1].outcome == AttemptOutcome.MAX_WAIT_TIME_EXCEEDED
     assert "MaxWaitTimeInSeconds (7200 s) exceeded" in (effect.job.reason or "")
 
 
@@ -176,7 +176,7 @@ def test_failure_table(reason: str | None, trained: int, retried: bool, says: st
     assert effect is not None and effect.stop is None
     job = effect.job
     assert job.state is (S.PENDING if retried else S.FAILED)
-    assert job.attempts[-1].outcome == (RETRIED_OUTCOME if retried else "failed")
+    assert job.attempts[-1].outcome == (AttemptOutcome.INFRASTRUCTURE_FAILURE if retried else "failed")
     assert says in (job.reason or "") and job.attempts[-1].reason == job.reason
     assert job.submitted_at == NOW
 
@@ -193,7 +193,7 @@ def test_retries_stop_at_the_limit() -> None:
 
     assert final is not None and final.job.state is S.FAILED
     assert "had its 2 retries (retry.max_retries)" in (final.job.reason or "")
-    assert final.job.attempt_outcomes == {RETRIED_OUTCOME: 2, "failed": 1}
+    assert final.job.attempt_outcomes == {AttemptOutcome.INFRASTRUCTURE_FAILURE: 2, "failed": 1}
 
 
 def infrastructure_failure_of(job: Job) -> TrainingJobStatus:

@@ -15,7 +15,6 @@ from smq_lambda.domain.model import (
     MAX_PRIORITY,
     MIN_PRIORITY,
     TRAINING_JOB_NAME_PATTERN,
-    UNKNOWN_OUTCOME,
     Attempt,
     Change,
     Job,
@@ -25,6 +24,7 @@ from smq_lambda.domain.model import (
     scheduling_order,
     with_attempt,
 )
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 
 names = st.from_regex(r"\A[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
@@ -161,7 +161,7 @@ def test_an_attempt_folded_without_an_outcome_counts_as_unknown() -> None:
 
     grown = with_attempt(job, Attempt(MAX_INLINE_ATTEMPTS + 1, "run-next", T0))
 
-    assert grown.earlier_outcomes == {UNKNOWN_OUTCOME: 1}
+    assert grown.earlier_outcomes == {AttemptOutcome.UNKNOWN: 1}
     assert grown.attempts[0].number == 2
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
-from smq_lambda.governance.actions import IDLE_OUTCOME
+from smq_lambda.domain.outcomes import AttemptOutcome
 
 from tests.e2e.local import POOL, synthetic_request, wait_for
 
@@ -72,7 +72,7 @@ def test_a_hung_job_is_stopped_as_idle_and_its_alarm_deleted(stack: LocalStack, 
     assert job["state"] == "failed", job
     assert job["reason"].startswith("idle GPU: every host at or below 1% GPU utilization for 2 consecutive periods")
     (attempt,) = job["attempts"]
-    assert (attempt["outcome"], attempt["reason"]) == (IDLE_OUTCOME, job["reason"])
+    assert (attempt["outcome"], attempt["reason"]) == (AttemptOutcome.IDLE_GPU, job["reason"])
     sagemaker = stack.boto3_client("sagemaker")
     assert sagemaker.describe_training_job(TrainingJobName=training_job)["TrainingJobStatus"] == "Stopped"
     wait_until("the alarm is deleted", lambda: not idle_alarms(stack, training_job))

@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 import pytest
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
-from smq_lambda.governance.actions import FAILED_OUTCOME, RETRIED_OUTCOME, FailJob, RetryAttempt
+from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy, RetryPolicy
 from smq_lambda.governance.retry import FAILURE_TABLE, Cause, classify, decide_failure, trained_seconds
 
@@ -118,13 +119,16 @@ def test_a_user_code_failure_is_final() -> None:
     verdict = decide_failure(RUNNING, failed(RUNNING, USER_SCRIPT), Policy())
 
     assert verdict == FailJob(
-        "vit", 1, FAILED_OUTCOME,
+        "vit", 1, AttemptOutcome.FAILED,
         f"{USER_SCRIPT}; not retried (user code or request): the training code failed; the same code would fail again",
     )  # fmt: skip
 
 
-RETRIED_TWICE = job(JobState.RUNNING, past_outcomes=[RETRIED_OUTCOME, "preempted", RETRIED_OUTCOME])
-RETRIED_ONCE = job(JobState.RUNNING, past_outcomes=[RETRIED_OUTCOME, "preempted"])
+RETRIED_TWICE = job(
+    JobState.RUNNING,
+    past_outcomes=[AttemptOutcome.INFRASTRUCTURE_FAILURE, "preempted", AttemptOutcome.INFRASTRUCTURE_FAILURE],
+)
+RETRIED_ONCE = job(JobState.RUNNING, past_outcomes=[AttemptOutcome.INFRASTRUCTURE_FAILURE, "preempted"])
 TRAINED_TEN_MINUTES = transitions("Starting", "Training", "Failed")
 
 
@@ -155,7 +159,7 @@ def test_retry_table(queued: Any, reason: str | None, trained: int | None, polic
     assert isinstance(verdict, RetryAttempt) is ("retrying" in expected)
     assert verdict.attempt == queued.current_attempt.number
     if isinstance(verdict, FailJob):
-        assert verdict.outcome == FAILED_OUTCOME
+        assert verdict.outcome == AttemptOutcome.FAILED
 
 
 @pytest.mark.parametrize(
@@ -175,7 +179,11 @@ def test_only_the_failure_of_a_running_attempt_is_decided(queued: Any, report: d
 
 
 def test_the_retry_count_survives_attempts_folded_out_of_the_job() -> None:
-    many = job(JobState.RUNNING, past_outcomes=[RETRIED_OUTCOME, RETRIED_OUTCOME] + ["preempted"] * 25)
+    many = job(
+        JobState.RUNNING,
+        past_outcomes=[AttemptOutcome.INFRASTRUCTURE_FAILURE, AttemptOutcome.INFRASTRUCTURE_FAILURE]
+        + ["preempted"] * 25,
+    )
 
     assert len(many.attempts) < many.attempt_count
     verdict = decide_failure(many, failed(many, INTERNAL), Policy())

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
+from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import (
     decide_max_wait,
@@ -150,7 +151,7 @@ def test_a_spot_job_stopped_at_its_max_wait_time_fails_with_that_reason() -> Non
     failed = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"))
 
     assert failed == FailJob(
-        "vit", 1, MAX_WAIT_OUTCOME,
+        "vit", 1, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
         "stopped by SageMaker: MaxWaitTimeInSeconds (7200 s) exceeded; a managed-spot job must finish, waits for "
         "spot capacity included, within it",
     )  # fmt: skip

@@ -36,7 +36,7 @@ def check_pass(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Ac
     _actions_fit_states(jobs, actions, now)
     _no_overcommit(snapshot, config, actions)
     _preemptions_allowed(jobs, actions)
-    _preemptions_minimal(snapshot, config, actions)
+    _preemptions_minimal(snapshot, config, actions, now)
     _strict_order(snapshot, config, actions, now)
     _backfill_only_on_unusable_instances(snapshot, config, actions, now)
     _heads_helped(snapshot, config, actions, now)
@@ -108,11 +108,11 @@ def _covers(targets: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
     return all(freed[pool] >= missing for pool, missing in shortfall.items())
 
 
-def _preemptions_minimal(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> None:
+def _preemptions_minimal(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
     """Each job's targets cover its shortfall at its turn in queue order, and removing any one
     target leaves a pool short. The shortfall counts stops in flight and those decided before, and
     the instances kept for the waiting jobs ahead that have their room (see `replay`)."""
-    for job, shortfall, targets in replay(snapshot, config, actions).groups:
+    for job, shortfall, targets in replay(snapshot, config, actions, now).groups:
         if not _covers(targets, shortfall):
             raise Violation(f"preemptions for {job} do not cover {shortfall}")
         for target in targets:
@@ -128,10 +128,12 @@ class Replay:
     """Backfill starts that took instances kept for a waiting job ahead."""
 
 
-def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> Replay:
-    """Walk the pending jobs in queue order with the pass's actions at each one's turn. A waiting
-    job has its room when stops in flight cover it (after what is kept for the jobs ahead) or jobs
-    were preempted for it; its instances are then kept for it, and no later job may take them."""
+def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> Replay:
+    """Walk the eligible pending jobs in queue order with the pass's actions at each one's turn. A
+    waiting job has its room when stops in flight cover it (after what is kept for the jobs ahead)
+    or jobs were preempted for it; its instances are then kept for it, and no later job may take
+    them. A waiting job without room makes its pools stuck: after it, with backfill off, no later
+    job of those pools has room kept (they wait behind it); with backfill on they still may."""
     jobs = {job.name: job for job in snapshot.jobs}
     starts = {action.job_name: action for action in actions if isinstance(action, StartJob)}
     preempted_for: dict[str, list[Job]] = {}
@@ -139,13 +141,17 @@ def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action
         if isinstance(action, PreemptJob):
             preempted_for.setdefault(action.for_job, []).append(jobs[action.job_name])
     used, releasing = usage(snapshot.jobs, snapshot.external_usage)
+    stuck: set[str] = set()
     result = Replay([], [])
-    for job in sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order):
+    for job in sorted((job for job in snapshot.jobs if _eligible(job, config, now)), key=lambda job: job.order):
         start = starts.get(job.name)
         if start is not None:
             if start.backfill and _shortfall(job, used, Counter(), config):
                 result.backfills_over_reserved.append(job.name)
             used.update(job.demand)
+            continue
+        if _limited(job, config) & stuck and not config.backfill:
+            stuck |= _limited(job, config)
             continue
         targets = preempted_for.get(job.name, [])
         if targets:
@@ -154,6 +160,8 @@ def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action
                 releasing.update(target.demand)
         if targets or not _shortfall(job, used, releasing, config):
             used.update(job.demand)
+        elif not _limited(job, config) & stuck:
+            stuck |= _limited(job, config)
     return result
 
 
@@ -199,7 +207,7 @@ def _backfill_only_on_unusable_instances(
 ) -> None:
     """A backfill start, at the moment it is decided, takes only free instances that are not kept
     for a waiting job ahead of it."""
-    over = replay(snapshot, config, actions).backfills_over_reserved
+    over = replay(snapshot, config, actions, now).backfills_over_reserved
     if over:
         raise Violation(f"backfill {over} took instances kept for a job ahead")
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
-from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, RETRIED_OUTCOME, SPOT_FALLBACK_OUTCOME
 from smq_lambda.governance.policy import Policy, RetryPolicy
 
 from tests.service.harness import POOL, World, queued_job
@@ -77,7 +77,7 @@ def test_a_spot_attempt_falls_back_only_once_interrupted_more_than_the_limit(
         assert job.state is JobState.RUNNING and len(job.attempts) == 1
         assert world.sagemaker.stop_calls == []
         return
-    assert job.attempts[0].outcome == SPOT_FALLBACK_OUTCOME
+    assert job.attempts[0].outcome == AttemptOutcome.SPOT_FALLBACK
     assert f"interrupted {interruptions} times (limit {limit})" in (job.attempts[0].reason or "")
     assert world.sagemaker.stop_calls == [first]
 
@@ -110,7 +110,7 @@ def test_the_fallback_stops_the_spot_attempt_and_queues_the_job_on_demand_behind
     assert request["EnableManagedSpotTraining"] is False
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600}
     assert request["CheckpointConfig"] == world.sagemaker.jobs[first].request["CheckpointConfig"]
-    assert [attempt.outcome for attempt in job.attempts] == [SPOT_FALLBACK_OUTCOME, None]
+    assert [attempt.outcome for attempt in job.attempts] == [AttemptOutcome.SPOT_FALLBACK, None]
 
 
 def test_duplicate_and_late_interruption_events_fall_back_once() -> None:
@@ -127,7 +127,7 @@ def test_duplicate_and_late_interruption_events_fall_back_once() -> None:
     world.deliver(decisive)
 
     job = world.job("a")
-    assert [attempt.outcome for attempt in job.attempts] == [SPOT_FALLBACK_OUTCOME, None]
+    assert [attempt.outcome for attempt in job.attempts] == [AttemptOutcome.SPOT_FALLBACK, None]
     assert job.state is JobState.STARTING
     assert world.sagemaker.start_calls == [first, job.attempts[-1].training_job_name]
 
@@ -159,7 +159,7 @@ def test_interruptions_lost_in_transit_are_counted_by_reconciliation() -> None:
     world.reconcile()
 
     job = world.job("a")
-    assert job.attempts[0].outcome == SPOT_FALLBACK_OUTCOME
+    assert job.attempts[0].outcome == AttemptOutcome.SPOT_FALLBACK
     assert world.sagemaker.stop_calls == [first]
 
 
@@ -171,7 +171,7 @@ def test_a_spot_job_stopped_at_its_max_wait_is_recorded_as_that() -> None:
 
     job = world.job("a")
     assert job.state is JobState.FAILED
-    assert job.attempts[-1].outcome == MAX_WAIT_OUTCOME
+    assert job.attempts[-1].outcome == AttemptOutcome.MAX_WAIT_TIME_EXCEEDED
     assert "MaxWaitTimeInSeconds (7200 s) exceeded" in (job.reason or "")
 
 
@@ -200,7 +200,7 @@ def test_a_failed_attempt_is_retried_only_for_the_infrastructures_reason_after_e
 
     job = world.job("a")
     if retried:
-        assert job.attempts[0].outcome == RETRIED_OUTCOME
+        assert job.attempts[0].outcome == AttemptOutcome.INFRASTRUCTURE_FAILURE
         assert job.state is JobState.STARTING and len(job.attempts) == 2, "back through the queue at once"
         assert "retrying as attempt 2 (retry 1 of 2)" in (job.attempts[0].reason or "")
     else:
@@ -223,7 +223,7 @@ def test_duplicate_failure_events_retry_once_and_retries_stop_at_the_limit() -> 
 
     job = world.job("a")
     assert job.state is JobState.FAILED
-    assert [attempt.outcome for attempt in job.attempts] == [RETRIED_OUTCOME, "failed"]
+    assert [attempt.outcome for attempt in job.attempts] == [AttemptOutcome.INFRASTRUCTURE_FAILURE, "failed"]
     assert "the job has had its 1 retries (retry.max_retries)" in (job.reason or "")
 
 
@@ -237,5 +237,5 @@ def test_a_failure_lost_in_transit_is_retried_by_reconciliation() -> None:
     world.reconcile()
 
     job = world.job("a")
-    assert job.attempts[0].outcome == RETRIED_OUTCOME
+    assert job.attempts[0].outcome == AttemptOutcome.INFRASTRUCTURE_FAILURE
     assert job.state is JobState.STARTING and len(job.attempts) == 2

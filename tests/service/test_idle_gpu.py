@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import AlarmServiceError, ConfigError
-from smq_lambda.governance.actions import IDLE_OUTCOME
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.idle import handle as handle_idle
@@ -204,7 +204,7 @@ def test_an_idle_job_is_stopped_and_ends_failed_with_the_idle_reason(world: Idle
     failed = world.job("train")
     assert failed.state is JobState.FAILED
     assert failed.reason == stopping.reason
-    assert failed.current_attempt is not None and failed.current_attempt.outcome == IDLE_OUTCOME
+    assert failed.current_attempt is not None and failed.current_attempt.outcome == AttemptOutcome.IDLE_GPU
     assert world.alarms.alarms == {}
     assert world.states()["train"] == "failed"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.adapters.dynamodb_store import outside_count, outside_entry
+from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
 from smq_lambda.adapters.item_codec import (
     Item,
     archive_key,

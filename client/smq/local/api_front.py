@@ -71,6 +71,7 @@ class ApiFront:
 
     def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
         self._handler = handler
+        self._host = host
         self._lock = threading.Lock()
         """The handler keeps per-cold-start state; one call at a time, like one Lambda instance."""
         self._server = ThreadingHTTPServer((host, port), self._request_handler_class())
@@ -79,8 +80,7 @@ class ApiFront:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/{STAGE}"
+        return f"http://{self._host}:{self._server.server_port}/{STAGE}"
 
     def start(self) -> ApiFront:
         self._thread = threading.Thread(

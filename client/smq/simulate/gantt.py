@@ -137,7 +137,8 @@ def _draw_bars(axes: Axes, segments: Sequence[Segment], chart: _Chart) -> None:
             provisioning.add(row, segment.start_s, ready, PROVISIONING)
             training.add(row, ready, training_end, chart.colours[segment.priority])
             stopping.add(row, training_end, end, PROVISIONING)
-            lost.add(row, *(lost_span or (0, 0)), LOST)
+            lost_start, lost_end = lost_span or (0.0, 0.0)
+            lost.add(row, lost_start, lost_end, LOST)
             if segment.backfill:
                 backfill.add(row, segment.start_s, end)
     provisioning.draw(axes, linewidth=0)
@@ -149,13 +150,13 @@ def _draw_bars(axes: Axes, segments: Sequence[Segment], chart: _Chart) -> None:
 
 def _draw_marks(axes: Axes, segments: Sequence[Segment], chart: _Chart) -> None:
     """Preemptions as a black x at the stop, spot interruptions as a red tick across the bar."""
-    for style, size, moments in (
-        (PREEMPTION, 36, lambda segment: [segment.stop_s] if segment.outcome == "preempted" else []),
-        (INTERRUPTION, 110, lambda segment: segment.interruptions),
-    ):
-        points = [(moment / HOUR_S, row) for s in segments for moment in moments(s) for row in chart.rows_of(s)]
+    preemptions = [(s.stop_s, s) for s in segments if s.outcome == "preempted" and s.stop_s is not None]
+    interruptions = [(moment, s) for s in segments for moment in s.interruptions]
+    for style, size, marks in ((PREEMPTION, 36, preemptions), (INTERRUPTION, 110, interruptions)):
+        points = [(moment / HOUR_S, row) for moment, s in marks for row in chart.rows_of(s)]
         if points:
-            axes.scatter(*zip(*points, strict=True), s=size, zorder=3, **style)
+            xs, ys = zip(*points, strict=True)
+            axes.scatter(xs, ys, s=size, zorder=3, **style)
 
 
 def _draw_names(axes: Axes, segments: Sequence[Segment], chart: _Chart) -> None:
@@ -187,13 +188,23 @@ def _legend(colours: Mapping[int, Colour]) -> list[Any]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    marker = {"linestyle": "none", "markersize": 8}
     return [
         *(Patch(color=colours[priority], label=f"priority {priority}") for priority in sorted(colours, reverse=True)),
         Patch(color=PROVISIONING, label="provisioning"),
         Patch(facecolor=PROVISIONING, edgecolor=STOPPING, hatch="////", linewidth=0, label="stopping"),
         Patch(color=LOST, label="lost work"),
-        Line2D([], [], marker="x", color="black", markeredgewidth=1.4, label="preemption", **marker),
-        Line2D([], [], marker="|", color=LOST, markeredgewidth=1.6, label="spot interruption", **marker),
+        Line2D(
+            [], [], marker="x", color="black", markeredgewidth=1.4, linestyle="none", markersize=8, label="preemption"
+        ),
+        Line2D(
+            [],
+            [],
+            marker="|",
+            color=LOST,
+            markeredgewidth=1.6,
+            linestyle="none",
+            markersize=8,
+            label="spot interruption",
+        ),
         Patch(fill=False, edgecolor="black", linewidth=0.8, label="backfill"),
     ]

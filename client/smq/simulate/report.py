@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,38 +15,39 @@ from tabulate import tabulate
 
 HOUR = 3600.0
 MINUTE = 60.0
-Row = tuple[str, Callable[[Mapping[str, Any]], float]]
+Row = tuple[str, tuple[str, ...], float]
+"""A label, the path of its value in one policy's metrics, and the unit to divide it by."""
 
 
 def metric_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """The rows of the table, each a label and how to read its value from one policy's metrics."""
     rows: list[Row] = []
     for pool in metrics["pools"]:
-        rows.append((f"utilization {pool}", lambda m, pool=pool: m["pools"][pool]["utilization"]))
-        rows.append(
-            (f"utilization while waiting {pool}", lambda m, pool=pool: m["pools"][pool]["utilization_while_waiting"])
-        )
-        rows.append((f"goodput {pool}", lambda m, pool=pool: m["pools"][pool]["goodput"]))
+        rows.append((f"utilization {pool}", ("pools", pool, "utilization"), 1.0))
+        rows.append((f"utilization while waiting {pool}", ("pools", pool, "utilization_while_waiting"), 1.0))
+        rows.append((f"goodput {pool}", ("pools", pool, "goodput"), 1.0))
     for priority in metrics["wait_s"]:
         for statistic in ("p50", "p95", "max"):
-            rows.append(
-                (
-                    f"wait {statistic} priority {priority} (min)",
-                    lambda m, p=priority, s=statistic: m["wait_s"][p][s] / MINUTE,
-                )
-            )
+            rows.append((f"wait {statistic} priority {priority} (min)", ("wait_s", priority, statistic), MINUTE))
     rows += [
-        ("preemptions", lambda m: m["preemptions"]),
-        ("work lost to preemption (h)", lambda m: m["lost_work_by_cause_s"]["preemption"] / HOUR),
-        ("work lost to interruptions (h)", lambda m: m["lost_work_by_cause_s"]["interruption"] / HOUR),
-        ("priority inversion (h, summed over jobs)", lambda m: m["inversion_s"] / HOUR),
-        ("longest inversion (min)", lambda m: m["inversion_max_s"] / MINUTE),
-        ("spot fallbacks", lambda m: m["spot_fallbacks"]),
-        ("starts refused by SageMaker", lambda m: m["refused_starts"]),
-        ("makespan (h)", lambda m: m["makespan_s"] / HOUR),
-        ("unfinished jobs", lambda m: len(m["unfinished"])),
+        ("preemptions", ("preemptions",), 1.0),
+        ("work lost to preemption (h)", ("lost_work_by_cause_s", "preemption"), HOUR),
+        ("work lost to interruptions (h)", ("lost_work_by_cause_s", "interruption"), HOUR),
+        ("priority inversion (h, summed over jobs)", ("inversion_s",), HOUR),
+        ("longest inversion (min)", ("inversion_max_s",), MINUTE),
+        ("spot fallbacks", ("spot_fallbacks",), 1.0),
+        ("starts refused by SageMaker", ("refused_starts",), 1.0),
+        ("makespan (h)", ("makespan_s",), HOUR),
+        ("unfinished jobs", ("unfinished",), 1.0),
     ]
     return rows
+
+
+def read(metrics: Mapping[str, Any], path: tuple[str, ...], unit: float) -> float:
+    """The value at `path` in `unit`s; a list counts its members."""
+    value: Any = metrics
+    for key in path:
+        value = value[key]
+    return len(value) if isinstance(value, list) else value / unit
 
 
 def metrics_table(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -55,8 +56,8 @@ def metrics_table(results: Mapping[str, Mapping[str, Any]]) -> str:
     first = names[0]
     headers = ["metric", *names, *(f"{name} / {first}" for name in names[1:])]
     table = []
-    for label, read in metric_rows(results[first]):
-        values = [read(results[name]) for name in names]
+    for label, path, unit in metric_rows(results[first]):
+        values = [read(results[name], path, unit) for name in names]
         ratios = [_ratio(value, values[0]) for value in values[1:]]
         table.append([label, *(_number(value) for value in values), *ratios])
     return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)

@@ -43,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Change, Job, order_key
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 
@@ -121,7 +122,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     if job.earlier_attempts:
         item["earlier_attempts"] = {"N": str(job.earlier_attempts)}
     if job.earlier_outcomes:
-        item["earlier_outcomes"] = {"M": {key: {"N": str(count)} for key, count in job.earlier_outcomes.items()}}
+        item["earlier_outcomes"] = {"M": {str(key): {"N": str(count)} for key, count in job.earlier_outcomes.items()}}
     if job.history:
         item["history"] = {"L": [{"M": _change_to_map(change)} for change in job.history]}
     if job.earlier_job_ids:
@@ -133,7 +134,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     if job.not_before is not None:
         item["not_before"] = {"S": format_time(job.not_before)}
     if job.stop_outcome is not None:
-        item["stop_outcome"] = {"S": job.stop_outcome}
+        item["stop_outcome"] = {"S": str(job.stop_outcome)}
     if job.state is JobState.PENDING:
         item["pending_pool"] = {"S": job.pool}
     expiry = expires_at(job, ttl_days)
@@ -165,10 +166,12 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         updated_at=_optional_time(item, "updated_at"),
         request=json.loads(item["request"]["S"]) if "request" in item else {},
         earlier_attempts=int(item.get("earlier_attempts", {"N": "0"})["N"]),
-        earlier_outcomes={key: int(value["N"]) for key, value in item.get("earlier_outcomes", {"M": {}})["M"].items()},
+        earlier_outcomes={
+            AttemptOutcome(key): int(value["N"]) for key, value in item.get("earlier_outcomes", {"M": {}})["M"].items()
+        },
         history=tuple(_change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),
         earlier_job_ids=tuple(entry["S"] for entry in item.get("earlier_job_ids", {"L": []})["L"]),
-        stop_outcome=_optional_s(item, "stop_outcome"),
+        stop_outcome=_optional_outcome(item, "stop_outcome"),
     )
 
 
@@ -224,7 +227,7 @@ def _attempt_to_map(attempt: Attempt) -> Item:
     if attempt.ended_at is not None:
         entry["ended_at"] = {"S": format_time(attempt.ended_at)}
     if attempt.outcome is not None:
-        entry["outcome"] = {"S": attempt.outcome}
+        entry["outcome"] = {"S": str(attempt.outcome)}
     if attempt.reason is not None:
         entry["reason"] = {"S": bounded_text(attempt.reason)}
     return entry
@@ -236,7 +239,7 @@ def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
         training_job_name=entry["training_job_name"]["S"],
         started_at=parse_time(entry["started_at"]["S"]),
         ended_at=_optional_time(entry, "ended_at"),
-        outcome=_optional_s(entry, "outcome"),
+        outcome=_optional_outcome(entry, "outcome"),
         reason=_optional_s(entry, "reason"),
         backfill=bool(entry["backfill"]["BOOL"]),
     )
@@ -260,6 +263,11 @@ def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 def _optional_s(item: Mapping[str, Mapping[str, Any]], key: str) -> str | None:
     value = item.get(key)
     return None if value is None else value["S"]
+
+
+def _optional_outcome(item: Mapping[str, Mapping[str, Any]], key: str) -> AttemptOutcome | None:
+    text = _optional_s(item, key)
+    return None if text is None else AttemptOutcome(text)
 
 
 def _optional_time(item: Mapping[str, Mapping[str, Any]], key: str) -> datetime | None:

@@ -12,17 +12,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from smq_lambda.domain.model import Attempt, Change, Job, attempt_name, with_attempt, with_change
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState, check_transition
-from smq_lambda.governance.actions import RETRIED_OUTCOME, SPOT_FALLBACK_OUTCOME
 
 BACKOFF_BASE = timedelta(seconds=15)
 BACKOFF_MAX = timedelta(minutes=15)
 _MAX_DOUBLINGS = (BACKOFF_MAX // BACKOFF_BASE).bit_length()
 """Doublings after which BASE * 2**n is past MAX: the exponent stops here, so no count overflows."""
-REFUSED = "refused"
 GOVERNANCE = "governance"
 """Who made a change the governance policy decided (in a job's history)."""
-"""Outcome of an attempt SageMaker refused to create."""
 
 
 @dataclass(frozen=True)
@@ -41,12 +39,12 @@ class StartRetryLimits:
 DEFAULT_RETRY_LIMITS = StartRetryLimits()
 
 
-def _advance(job: Job, target: JobState, now: datetime, **changes: object) -> Job:
+def _advance(job: Job, target: JobState, now: datetime, **changes: Any) -> Job:
     check_transition(job.state, target)
     return replace(job, state=target, version=job.version + 1, updated_at=now, **changes)
 
 
-def _close_attempt(job: Job, now: datetime, outcome: str, reason: str | None) -> tuple[Attempt, ...]:
+def _close_attempt(job: Job, now: datetime, outcome: AttemptOutcome, reason: str | None) -> tuple[Attempt, ...]:
     attempt = job.current_attempt
     if attempt is None or not attempt.is_open:
         return job.attempts
@@ -82,7 +80,7 @@ def refuse_start(
 ) -> Job:
     """SageMaker refused the attempt: a lasting refusal fails the job, a transient one backs off
     until the streak of refusals passes `limits`, which fails the job with the last reason."""
-    attempts = _close_attempt(job, now, REFUSED, reason)
+    attempts = _close_attempt(job, now, AttemptOutcome.REFUSED, reason)
     if lasting:
         return _advance(job, JobState.FAILED, now, attempts=attempts, reason=reason)
     failures = job.start_failures + 1
@@ -112,7 +110,9 @@ def _streak_seconds(attempts: tuple[Attempt, ...], failures: int, now: datetime)
     have taken (its backoff), so the age is never overstated and the job never fails early.
     Seconds, not a timedelta: any count of refusals fits.
     """
-    kept = [attempt.ended_at for attempt in attempts if attempt.outcome == REFUSED and attempt.ended_at][-failures:]
+    kept = [attempt.ended_at for attempt in attempts if attempt.outcome == AttemptOutcome.REFUSED and attempt.ended_at][
+        -failures:
+    ]
     since_kept = (now - kept[0]).total_seconds() if kept else 0.0
     return since_kept + _least_seconds_of(failures - len(kept))
 
@@ -129,7 +129,7 @@ def request_stop(job: Job, now: datetime, *, preempt: bool, reason: str) -> Job:
     return _advance(job, JobState.PREEMPTING if preempt else JobState.STOPPING, now, reason=reason)
 
 
-def stop_for_governance(job: Job, now: datetime, *, outcome: str, reason: str) -> Job:
+def stop_for_governance(job: Job, now: datetime, *, outcome: AttemptOutcome, reason: str) -> Job:
     """A governance rule stops the attempt (an idle GPU): `stopping` like a cancel, but when the
     stop lands the job ends failed with `outcome` (see `end_stopped`), and never goes back to the
     queue. The job's history keeps the reason."""
@@ -142,30 +142,30 @@ def end_stopped(job: Job, now: datetime) -> Job:
     governance stop fails the job with its outcome, any other stop cancels it."""
     if job.stop_outcome is not None:
         return finish(job, JobState.FAILED, now, outcome=job.stop_outcome, reason=job.reason)
-    return finish(job, JobState.CANCELLED, now, outcome="stopped", reason=job.reason)
+    return finish(job, JobState.CANCELLED, now, outcome=AttemptOutcome.STOPPED, reason=job.reason)
 
 
-def requeue(job: Job, now: datetime, *, outcome: str, reason: str) -> Job:
+def requeue(job: Job, now: datetime, *, outcome: AttemptOutcome, reason: str) -> Job:
     """The attempt ended but the job goes on: back to pending with its original submission time."""
     return _advance(job, JobState.PENDING, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason)
 
 
 def retry_failed(job: Job, now: datetime, *, reason: str) -> Job:
-    """An attempt failed for the infrastructure's reason: it closes as RETRIED_OUTCOME (which
+    """An attempt failed for the infrastructure's reason: it closes as INFRASTRUCTURE_FAILURE (which
     counts the job's retries) and the job waits for its next attempt in its old place."""
-    return requeue(job, now, outcome=RETRIED_OUTCOME, reason=reason)
+    return requeue(job, now, outcome=AttemptOutcome.INFRASTRUCTURE_FAILURE, reason=reason)
 
 
 def fall_back_to_on_demand(job: Job, now: datetime, *, request: Mapping[str, Any], reason: str) -> Job:
-    """A managed-spot attempt was interrupted too often: it closes as SPOT_FALLBACK_OUTCOME and the
+    """A managed-spot attempt was interrupted too often: it closes as SPOT_FALLBACK and the
     job waits again with `request`, its on-demand version, which replaces the stored request for
     good, so no later attempt of the job goes back to spot. The job's history keeps the reason
     after the queue's wait explanations have replaced it as the job's current reason."""
-    requeued = requeue(job, now, outcome=SPOT_FALLBACK_OUTCOME, reason=reason)
+    requeued = requeue(job, now, outcome=AttemptOutcome.SPOT_FALLBACK, reason=reason)
     return replace(with_change(requeued, Change(at=now, by=GOVERNANCE, what=reason)), request=request)
 
 
-def finish(job: Job, target: JobState, now: datetime, *, outcome: str, reason: str | None) -> Job:
+def finish(job: Job, target: JobState, now: datetime, *, outcome: AttemptOutcome, reason: str | None) -> Job:
     return _advance(
         job, target, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason, stop_outcome=None
     )

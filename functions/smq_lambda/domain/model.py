@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import LIVE_STATES, JobState
 
 PRIORITY_TAG = "priority"
@@ -32,8 +33,6 @@ MAX_HISTORY = 20
 """Notable changes (a priority change, who made it) a job keeps, the most recent ones."""
 MAX_EARLIER_JOBS = 20
 """Earlier jobs of the same name a job lists (newest first); each stays readable until its TTL."""
-UNKNOWN_OUTCOME = "unknown"
-"""How an attempt dropped from the inline list is counted when it never recorded an outcome."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class Attempt:
     training_job_name: str
     started_at: datetime
     ended_at: datetime | None = None
-    outcome: str | None = None
+    outcome: AttemptOutcome | None = None
     reason: str | None = None
     backfill: bool = False
     """Started on instances a waiting job ahead of it could not use yet; reclaimed first."""
@@ -90,13 +89,13 @@ class Job:
     request: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     earlier_attempts: int = 0
     """Attempts older than `attempts[0]`, no longer kept in full."""
-    earlier_outcomes: Mapping[str, int] = field(default_factory=dict)
+    earlier_outcomes: Mapping[AttemptOutcome, int] = field(default_factory=dict)
     """How those earlier attempts ended, counted by outcome."""
     history: tuple[Change, ...] = ()
     """Notable changes, oldest first, at most MAX_HISTORY."""
     earlier_job_ids: tuple[str, ...] = ()
     """Ids of earlier (finished) jobs of this name, newest first: each is readable by its id."""
-    stop_outcome: str | None = None
+    stop_outcome: AttemptOutcome | None = None
     """Set while `stopping` for a governance rule (an idle GPU): when the stop lands the attempt
     closes with this outcome and the job ends failed, not cancelled."""
 
@@ -123,7 +122,7 @@ class Job:
         return self.attempt_count + 1
 
     @property
-    def attempt_outcomes(self) -> dict[str, int]:
+    def attempt_outcomes(self) -> dict[AttemptOutcome, int]:
         """How every ended attempt ended, counted by outcome (open attempts are not counted)."""
         counts = dict(self.earlier_outcomes)
         for attempt in self.attempts:
@@ -151,7 +150,7 @@ def with_attempt(job: Job, attempt: Attempt) -> Job:
     dropped, kept = attempts[:-MAX_INLINE_ATTEMPTS], attempts[-MAX_INLINE_ATTEMPTS:]
     outcomes = dict(job.earlier_outcomes)
     for old in dropped:
-        outcome = old.outcome or UNKNOWN_OUTCOME
+        outcome = old.outcome or AttemptOutcome.UNKNOWN
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return replace(job, attempts=kept, earlier_attempts=job.earlier_attempts + len(dropped), earlier_outcomes=outcomes)
 

@@ -24,16 +24,10 @@ from datetime import datetime
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job, attempt_name
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance.actions import (
-    FAILED_OUTCOME,
-    IDLE_OUTCOME,
-    MAX_WAIT_OUTCOME,
-    RETRIED_OUTCOME,
-    FailJob,
-    RetryAttempt,
-)
+from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.retry import decide_failure
 from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
@@ -48,14 +42,14 @@ MAX_RUNTIME_EXCEEDED = "MaxRuntimeExceeded"
 
 ENDED_IN_SAGEMAKER = frozenset(
     {
-        "completed",
-        FAILED_OUTCOME,
-        "preempted",
-        "stopped",
-        "max-runtime-exceeded",
-        RETRIED_OUTCOME,
-        IDLE_OUTCOME,
-        MAX_WAIT_OUTCOME,
+        AttemptOutcome.COMPLETED,
+        AttemptOutcome.FAILED,
+        AttemptOutcome.PREEMPTED,
+        AttemptOutcome.STOPPED,
+        AttemptOutcome.MAX_RUNTIME_EXCEEDED,
+        AttemptOutcome.INFRASTRUCTURE_FAILURE,
+        AttemptOutcome.IDLE_GPU,
+        AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
     }
 )
 """Outcomes an attempt gets only from SageMaker's report that its training job ended."""
@@ -133,10 +127,10 @@ def apply_status(job: Job, attempt_number: int, status: TrainingJobStatus, now: 
     if status.status == IN_PROGRESS:
         return lifecycle.mark_running(job, now) if job.state is JobState.STARTING else None
     if status.status == COMPLETED:
-        return lifecycle.finish(job, JobState.COMPLETED, now, outcome="completed", reason="completed")
+        return lifecycle.finish(job, JobState.COMPLETED, now, outcome=AttemptOutcome.COMPLETED, reason="completed")
     if status.status == FAILED:
         reason = status.failure_reason or "training job failed"
-        return lifecycle.finish(job, JobState.FAILED, now, outcome="failed", reason=reason)
+        return lifecycle.finish(job, JobState.FAILED, now, outcome=AttemptOutcome.FAILED, reason=reason)
     if status.status == STOPPED:
         return _stopped(job, status, now)
     return None
@@ -144,22 +138,22 @@ def apply_status(job: Job, attempt_number: int, status: TrainingJobStatus, now: 
 
 def _stopped(job: Job, status: TrainingJobStatus, now: datetime) -> Job:
     if job.state is JobState.PREEMPTING:
-        return lifecycle.requeue(job, now, outcome="preempted", reason=job.reason or "preempted")
+        return lifecycle.requeue(job, now, outcome=AttemptOutcome.PREEMPTED, reason=job.reason or "preempted")
     if job.state is JobState.STOPPING:
         return lifecycle.end_stopped(job, now)
     if status.secondary_status == MAX_RUNTIME_EXCEEDED:
         reason = "stopped by SageMaker: MaxRuntimeInSeconds exceeded"
-        return lifecycle.finish(job, JobState.FAILED, now, outcome="max-runtime-exceeded", reason=reason)
+        return lifecycle.finish(job, JobState.FAILED, now, outcome=AttemptOutcome.MAX_RUNTIME_EXCEEDED, reason=reason)
     reason = "stopped outside the queue"
-    return lifecycle.finish(job, JobState.CANCELLED, now, outcome="stopped", reason=reason)
+    return lifecycle.finish(job, JobState.CANCELLED, now, outcome=AttemptOutcome.STOPPED, reason=reason)
 
 
 def vanished(job: Job, now: datetime) -> Job:
     """SageMaker has no job for a live attempt that was created earlier (never a `starting` one,
     which is re-created instead): a stop that was asked for has its effect; anything else failed."""
     if job.state is JobState.PREEMPTING:
-        return lifecycle.requeue(job, now, outcome="preempted", reason=job.reason or "preempted")
+        return lifecycle.requeue(job, now, outcome=AttemptOutcome.PREEMPTED, reason=job.reason or "preempted")
     if job.state is JobState.STOPPING:
         return lifecycle.end_stopped(job, now)
     reason = "SageMaker no longer knows this training job"
-    return lifecycle.finish(job, JobState.FAILED, now, outcome="lost", reason=reason)
+    return lifecycle.finish(job, JobState.FAILED, now, outcome=AttemptOutcome.LOST, reason=reason)

@@ -7,15 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-IDLE_OUTCOME = "idle-gpu"
-"""An attempt stopped because its GPUs sat idle; the job ends failed."""
-SPOT_FALLBACK_OUTCOME = "spot-fallback"
-"""A managed-spot attempt stopped after too many interruptions; the job waits again, on demand."""
-RETRIED_OUTCOME = "infrastructure-failure"
-"""An attempt that failed for the infrastructure's reason; the job waits again for its next attempt."""
-FAILED_OUTCOME = "failed"
-MAX_WAIT_OUTCOME = "max-wait-time-exceeded"
-"""SageMaker stopped a managed-spot attempt at its MaxWaitTimeInSeconds."""
+from smq_lambda.domain.outcomes import AttemptOutcome
 
 
 @dataclass(frozen=True)
@@ -94,8 +86,8 @@ class FallBackToOnDemand:
 
 @dataclass(frozen=True)
 class RetryAttempt:
-    """Close a failed attempt with RETRIED_OUTCOME and return the job to the queue for its next
-    attempt (it keeps its submission time, so its place in the queue)."""
+    """Close a failed attempt as an infrastructure failure and return the job to the queue for its
+    next attempt (it keeps its submission time, so its place in the queue)."""
 
     job_name: str
     attempt: int
@@ -108,7 +100,7 @@ class FailJob:
 
     job_name: str
     attempt: int
-    outcome: str
+    outcome: AttemptOutcome
     reason: str
 
 

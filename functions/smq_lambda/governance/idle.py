@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,7 +279,7 @@ def _text(value: object) -> str | None:
 
 def decide_idle(
     notification: IdleNotification, *, job: Job | None, policy: Policy, part_states: Mapping[str, str]
-) -> list[GovernanceAction]:
+) -> Sequence[GovernanceAction]:
     """What an idle alarm's notification means.
 
     `job` is the queued job whose attempt the training job is, None for a job outside the queue.

@@ -26,10 +26,13 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smq_lambda.errors import ConfigError
 from smq_lambda.governance.values import is_int
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 TAG_KEY_MAX = 128
 PERIOD_STEP_SECONDS = 60
@@ -153,7 +156,7 @@ def _retry(value: object) -> RetryPolicy:
     )
 
 
-def _object(value: object, path: str, shape: type) -> Mapping[str, Any]:
+def _object(value: object, path: str, shape: type[DataclassInstance]) -> Mapping[str, Any]:
     """A JSON object with only the keys of the dataclass `shape`."""
     if not isinstance(value, Mapping):
         raise PolicyError(path, f"must be a JSON object, not {type(value).__name__}")

@@ -21,7 +21,8 @@ from enum import StrEnum
 from typing import Any
 
 from smq_lambda.domain.model import Job
-from smq_lambda.governance.actions import FAILED_OUTCOME, RETRIED_OUTCOME, FailJob, RetryAttempt
+from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.values import is_int, member, moment, reported_running_attempt
 
@@ -117,9 +118,9 @@ def decide_failure(job: Job, description: Mapping[str, Any], policy: Policy) -> 
     verdict = classify(reason, policy)
     if verdict.cause is not Cause.INFRASTRUCTURE:
         final = f"{failure}; not retried ({verdict.cause}): {verdict.explanation}"
-        return FailJob(job.name, attempt.number, FAILED_OUTCOME, final)
+        return FailJob(job.name, attempt.number, AttemptOutcome.FAILED, final)
     trained, retry = trained_seconds(description), policy.retry
-    retries = job.attempt_outcomes.get(RETRIED_OUTCOME, 0)
+    retries = job.attempt_outcomes.get(AttemptOutcome.INFRASTRUCTURE_FAILURE, 0)
     if trained < retry.min_training_seconds:
         why = f"it trained {trained} s, less than retry.min_training_seconds ({retry.min_training_seconds} s)"
     elif retries >= retry.max_retries:
@@ -132,5 +133,5 @@ def decide_failure(job: Job, description: Mapping[str, Any], policy: Policy) -> 
             f"{verdict.explanation}",
         )
     return FailJob(
-        job.name, attempt.number, FAILED_OUTCOME, f"{failure}; not retried: {verdict.explanation}, but {why}"
+        job.name, attempt.number, AttemptOutcome.FAILED, f"{failure}; not retried: {verdict.explanation}, but {why}"
     )

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance.actions import MAX_WAIT_OUTCOME, FailJob, FallBackToOnDemand
+from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.values import is_int, member, reported_running_attempt
 
@@ -97,4 +98,4 @@ def decide_max_wait(job: Job, status: TrainingJobStatus) -> FailJob | None:
         f"stopped by SageMaker: {SPOT_ONLY_STOPPING_MEMBER}{waited} exceeded; a managed-spot job must finish, "
         f"waits for spot capacity included, within it"
     )
-    return FailJob(job.name, attempt.number, MAX_WAIT_OUTCOME, reason)
+    return FailJob(job.name, attempt.number, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED, reason)

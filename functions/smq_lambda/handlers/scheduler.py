@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from smq_lambda.governance.policy import Policy
     from smq_lambda.service.idle_watch import IdleWatch
     from smq_lambda.service.outside_jobs import OutsideJobs
-    from smq_lambda.service.scheduler import PassReport, Reconciliation, Scheduler
+    from smq_lambda.service.passes import PassReport
+    from smq_lambda.service.reconciliation import Reconciliation
+    from smq_lambda.service.scheduler import Scheduler
 
 logger = Logger(service="smq")
 NAMESPACE = "smq"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
 
@@ -31,4 +31,5 @@ def traced(handler: Handler) -> Handler:
         return handler
     from aws_lambda_powertools import Tracer
 
-    return Tracer(service="smq").capture_lambda_handler(handler)
+    # capture_lambda_handler keeps the handler's signature but is annotated as any callable.
+    return cast(Handler, Tracer(service="smq").capture_lambda_handler(handler))

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
@@ -216,4 +217,4 @@ def _attempt(job: Job) -> int:
 def _refusal(job: Job) -> str | None:
     """Why the last start was refused, kept in the backoff reason so the cause stays visible."""
     attempt = job.current_attempt
-    return attempt.reason if attempt is not None and attempt.outcome == "refused" else None
+    return attempt.reason if attempt is not None and attempt.outcome == AttemptOutcome.REFUSED else None

@@ -13,7 +13,7 @@ is to do nothing, or to delete the alarms of an attempt that has ended.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -21,8 +21,9 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError, VersionConflict
-from smq_lambda.governance.actions import IDLE_OUTCOME, DeleteIdleAlarms, GovernanceAction, StopIdleJob
+from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, StopIdleJob
 from smq_lambda.governance.idle import AlarmPrefix, IdleNotification, decide_idle
 from smq_lambda.ports import IdleAlarms, JobStore, PolicySource, TrainingService
 
@@ -88,7 +89,7 @@ class IdleStop:
             None,
         )
 
-    def _decide(self, notification: IdleNotification, job: Job | None) -> list[GovernanceAction]:
+    def _decide(self, notification: IdleNotification, job: Job | None) -> Sequence[GovernanceAction]:
         """Raises AlarmServiceError when the states of the job's other alarms cannot be read: no
         stop on a guess, and an alarm notifies only when its state changes, so the invocation
         fails and Lambda delivers the notification again."""
@@ -107,7 +108,9 @@ class IdleStop:
             outcome.deleted += action.alarm_names
         elif isinstance(action, StopIdleJob):
             if action.job_name is not None and job is not None:
-                stopping = lifecycle.stop_for_governance(job, self._clock(), outcome=IDLE_OUTCOME, reason=action.reason)
+                stopping = lifecycle.stop_for_governance(
+                    job, self._clock(), outcome=AttemptOutcome.IDLE_GPU, reason=action.reason
+                )
                 self._store.save(stopping, expected_version=job.version)
             self._stop(action)
             outcome.stopped = action

@@ -15,25 +15,26 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import random
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import IntEnum
 from typing import Any
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import decide_spot_fallback
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.simulation.events import DEFAULT_TIMING, Event, Timing
 from smq_lambda.simulation.metrics import Meters, Moment, fits, percentiles
 from smq_lambda.simulation.policies import PolicyFunction, PolicyName, policy
+from smq_lambda.simulation.progress import Progress
 from smq_lambda.simulation.timeline import Segment, Slots
 from smq_lambda.simulation.trace import TraceJob, check_pools
 
@@ -42,52 +43,6 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 PassObserver = Callable[[Snapshot, Sequence[Action], datetime], None]
 """Sees every pass: the snapshot it decided over, its actions, and the virtual time."""
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How long SageMaker takes: an attempt's instances are ready, and an interrupted spot job
-    trains again, a uniform draw from [start_min_s, start_max_s] after the start."""
-
-    start_min_s: float = 120.0
-    start_max_s: float = 300.0
-    pass_delay_s: float = 0.0
-    seed: int = 0
-
-
-class Event(IntEnum):
-    """Kinds of events; at one moment they are handled in this order, then the pass runs."""
-
-    STOPPED = 0
-    RELEASED = 1
-    COMPLETED = 2
-    INTERRUPTED = 3
-    READY = 4
-    RESUMED = 5
-    SUBMITTED = 6
-    PASS = 7
-
-
-@dataclass
-class _Progress:
-    """Where one job's training stands. `epoch` changes whenever training starts or stops, so an
-    event scheduled for an earlier stretch of training is recognised as stale."""
-
-    trace: TraceJob
-    kept: float = 0.0
-    training_since: float | None = None
-    trained: float = 0.0
-    interruptions: list[float] = field(default_factory=list)
-    epoch: int = 0
-    pending_since: float | None = None
-    waited: float = 0.0
-
-    def at(self, now: float) -> float:
-        return self.kept + (now - self.training_since if self.training_since is not None else 0.0)
-
-    def saved(self, progress: float) -> float:
-        every = self.trace.checkpoint_every_s
-        return math.floor(progress / every) * every if every else 0.0
 
 
 @dataclass
@@ -118,7 +73,7 @@ class Simulation:
         self.events: list[tuple[float, int, int, str, int]] = []
         self.sequence = itertools.count()
         self.jobs: dict[str, Job] = {}
-        self.progress: dict[str, _Progress] = {}
+        self.progress: dict[str, Progress] = {}
         self.outside: Counter[str] = Counter()
         self.slots = Slots(self.pools)
         self.open_segments: dict[tuple[str, int], Segment] = {}
@@ -126,7 +81,7 @@ class Simulation:
         self.meters = Meters.for_pools(self.pools)
         self.waits: dict[int, list[float]] = {}
         self.counts: Counter[str] = Counter()
-        self.lost: Counter[str] = Counter()
+        self.lost: dict[str, float] = {"preemption": 0.0, "interruption": 0.0}
         self.pass_scheduled = False
 
     def run(self) -> Result:
@@ -212,9 +167,7 @@ class Simulation:
             owner=trace.team or "simulation",
             request=request,
         )
-        self.progress[trace.name] = _Progress(
-            trace, interruptions=list(trace.interruptions_s), pending_since=self.clock
-        )
+        self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
 
     def _pass(self) -> None:
         active = tuple(job for job in self.jobs.values() if job.state is JobState.PENDING or job.is_live)
@@ -316,7 +269,7 @@ class Simulation:
     def _stop_landed(self, job: Job) -> None:
         attempt = job.current_attempt
         assert attempt is not None
-        self.jobs[job.name] = lifecycle.requeue(job, self._now(), outcome="preempted", reason="preempted")
+        self.jobs[job.name] = lifecycle.requeue(job, self._now(), outcome=AttemptOutcome.PREEMPTED, reason="preempted")
         self.progress[job.name].pending_since = self.clock
         self._close_segment(job.name, attempt.number, "preempted")
 
@@ -365,7 +318,9 @@ class Simulation:
         assert attempt is not None
         progress = self.progress[job.name]
         progress.training_since = None
-        self.jobs[job.name] = lifecycle.finish(job, JobState.COMPLETED, self._now(), outcome="completed", reason=None)
+        self.jobs[job.name] = lifecycle.finish(
+            job, JobState.COMPLETED, self._now(), outcome=AttemptOutcome.COMPLETED, reason=None
+        )
         self.meters.keep_training(job.demand, progress.trace.duration_s)
         self.waits.setdefault(job.priority, []).append(progress.waited)
         self._close_segment(job.name, attempt.number, "completed")
@@ -394,7 +349,7 @@ class Simulation:
             },
             "preemptions": self.counts["preemptions"],
             "lost_work_s": round(sum(self.lost.values()), 3),
-            "lost_work_by_cause_s": {cause: round(self.lost[cause], 3) for cause in ("preemption", "interruption")},
+            "lost_work_by_cause_s": {cause: round(lost, 3) for cause, lost in self.lost.items()},
             "inversion_s": round(self.meters.inversion_s, 3),
             "inversion_max_s": round(self.meters.inversion_max_s, 3),
             "makespan_s": round(makespan, 3),
@@ -412,7 +367,7 @@ def simulate(
     trace: Sequence[TraceJob],
     config: SchedulerConfig,
     policy_name: PolicyName = PolicyName.SMQ,
-    timing: Timing = Timing(),
+    timing: Timing = DEFAULT_TIMING,
     observe: PassObserver | None = None,
 ) -> Result:
     """Replay `trace` under one policy to the end. Only smq applies the governance rules (spot

@@ -16,13 +16,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from smq.local.sagemaker.records import COMPLETED, FAILED, STOPPED, JobRecord
-from smq.local.sagemaker.runtime import JobFailure, Signal, TrainResult
-
-if TYPE_CHECKING:
-    from smq.local.sagemaker.jobs import TrainingJobs
+from smq.local.sagemaker.runtime import Executor, JobFailure, PhaseTimings, Signal, TrainResult
 
 INJECTED_FAILURE = (
     "InternalServerError: We encountered an internal error. Please try again. "
@@ -39,7 +36,36 @@ _PAUSE_IGNORES = frozenset({Signal.HANG, Signal.EXITED})
 logger = logging.getLogger(__name__)
 
 
-def run_job(jobs: TrainingJobs, job: JobRecord) -> None:
+class JobRegistry(Protocol):
+    """What a job's thread needs of the registry that starts it (jobs.TrainingJobs): declared here
+    so that the registry depends on the lifecycle and not the other way round."""
+
+    executor: Executor
+    timings: PhaseTimings
+
+    def enter(
+        self, job: JobRecord, secondary: str, message: str, ignore: frozenset[Signal] | set[Signal] = frozenset()
+    ) -> Signal | None: ...
+
+    def restart(self, job: JobRecord, message: str) -> Signal | None: ...
+
+    def stop_outcome(self, job: JobRecord) -> str | None: ...
+
+    def stop_if_running(self, job: JobRecord, outcome: str) -> None: ...
+
+    def end(
+        self,
+        job: JobRecord,
+        status: str,
+        secondary: str,
+        message: str,
+        *,
+        failure_reason: str | None = None,
+        model_artifacts: str | None = None,
+    ) -> None: ...
+
+
+def run_job(jobs: JobRegistry, job: JobRecord) -> None:
     """The job thread's body: attempts until the job ends, then its terminal status."""
     run = job.run
     deadline = None
@@ -58,7 +84,7 @@ def run_job(jobs: TrainingJobs, job: JobRecord) -> None:
         job.done.set()
 
 
-def _attempts(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
+def _attempts(jobs: JobRegistry, job: JobRecord) -> TrainResult:
     """Run attempts until one is not ended by a spot interruption."""
     while True:
         job.run.attempt += 1
@@ -82,13 +108,13 @@ def _attempts(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
             return TrainResult(ended_by=signal)
 
 
-def _prepare(jobs: TrainingJobs, job: JobRecord) -> Signal | None:
+def _prepare(jobs: JobRegistry, job: JobRecord) -> Signal | None:
     started = time.monotonic()
     jobs.executor.prepare(job.run)
     return _pause(job, jobs.timings.downloading - (time.monotonic() - started))
 
 
-def _train(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
+def _train(jobs: JobRegistry, job: JobRecord) -> TrainResult:
     run = job.run
     limit = _timer(job.max_runtime - run.training_seconds, jobs.stop_if_running, job, "MaxRuntimeExceeded")
     started = time.monotonic()
@@ -100,7 +126,7 @@ def _train(jobs: TrainingJobs, job: JobRecord) -> TrainResult:
         jobs.executor.save_checkpoints(run)
 
 
-def _finish(jobs: TrainingJobs, job: JobRecord, result: TrainResult) -> None:
+def _finish(jobs: JobRegistry, job: JobRecord, result: TrainResult) -> None:
     control = job.run.control
     if control.is_raised(Signal.FAIL):
         jobs.end(job, FAILED, "Failed", "Training job failed", failure_reason=_injected(job))
@@ -117,7 +143,7 @@ def _finish(jobs: TrainingJobs, job: JobRecord, result: TrainResult) -> None:
         jobs.end(job, COMPLETED, "Completed", "Training job completed", model_artifacts=artifacts)
 
 
-def _stopped(jobs: TrainingJobs, job: JobRecord) -> None:
+def _stopped(jobs: JobRegistry, job: JobRecord) -> None:
     """SageMaker keeps what a stopped job saved: its model is uploaded too."""
     try:
         artifacts = jobs.executor.upload_model(job.run)
@@ -128,7 +154,7 @@ def _stopped(jobs: TrainingJobs, job: JobRecord) -> None:
     jobs.end(job, STOPPED, outcome, _STOPPED_MESSAGES[outcome], model_artifacts=artifacts)
 
 
-def _fail(jobs: TrainingJobs, job: JobRecord, reason: str) -> None:
+def _fail(jobs: JobRegistry, job: JobRecord, reason: str) -> None:
     """A failure while the job was being stopped ends it Stopped, as the stop asked."""
     if job.run.control.is_raised(Signal.STOP) and not job.run.control.is_raised(Signal.FAIL):
         outcome = jobs.stop_outcome(job) or "Stopped"

@@ -1,0 +1,161 @@
+"""The job store's reads through the queue table's two indexes, both eventually consistent:
+
+    by-state         partition state         sort order_key   all jobs of one state, in order
+    pending-by-pool  partition pending_pool  sort order_key   pending jobs of one pool, in order
+                                                              (sparse: only pending items)
+
+**Pending jobs are read a window at a time**: the first few of a pool from the sparse pending
+index, which projects what a decision needs and not the request. Positions are Select=COUNT
+Queries of the same index, made when someone asks. Nothing scans the table.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
+
+from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
+from smq_lambda.adapters.dynamodb_table import names, query_pages, transaction_busy
+from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.ports import JobPage
+
+STATE_INDEX = "by-state"
+PENDING_INDEX = "pending-by-pool"
+
+
+def order_key_of(item: Item) -> str:
+    return str(item["order_key"]["S"])
+
+
+class JobIndexes:
+    """`page_size` caps the items one Query page reads (see DynamoJobStore)."""
+
+    def __init__(self, table_name: str, client: Any, *, page_size: int | None) -> None:
+        self._table = table_name
+        self._client = client
+        self._page_size = page_size
+
+    def pending_window(self, pool: str, limit: int) -> list[Job]:
+        """At most `limit` items of one pool's pending partition, read in pages of at most `limit`."""
+        if limit < 1:
+            return []
+        page_size = min(limit, self._page_size or limit)
+        items = self._query(PENDING_INDEX, "#pending_pool", pool, page_size=page_size)
+        return [from_item(item) for item in itertools.islice(items, limit)]
+
+    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+        """Select=COUNT, page by page (a COUNT still reads the index items it counts, 1 MB a page)."""
+        if after is not None and before is not None and after >= before:
+            return 0
+        key_condition = "#pending_pool = :key"
+        values: dict[str, Any] = {":key": {"S": pool}}
+        if after is not None and before is not None:
+            key_condition += " AND #order_key BETWEEN :after AND :before"
+            values[":after"] = {"S": after}
+            values[":before"] = {"S": before}
+        elif after is not None:
+            key_condition += " AND #order_key > :after"
+            values[":after"] = {"S": after}
+        elif before is not None:
+            key_condition += " AND #order_key < :before"
+            values[":before"] = {"S": before}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": PENDING_INDEX,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeNames": names(key_condition),
+            "ExpressionAttributeValues": values,
+            "Select": "COUNT",
+        }
+        total = sum(int(page.get("Count", 0)) for page in query_pages(self._client, request))
+        if after is not None and before is not None:
+            total -= sum(1 for key in (after, before) if self._pending_key_exists(pool, key))
+        return max(total, 0)
+
+    def _pending_key_exists(self, pool: str, key: str) -> bool:
+        """BETWEEN includes its bounds: whether a pending job of `pool` has order key `key`."""
+        condition = "#pending_pool = :key AND #order_key = :order_key"
+        with unavailable_as_typed(transaction_busy):
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=PENDING_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames=names(condition),
+                ExpressionAttributeValues={":key": {"S": pool}, ":order_key": {"S": key}},
+                Select="COUNT",
+            )
+        return int(response.get("Count", 0)) > 0
+
+    def list_jobs(
+        self,
+        *,
+        states: Collection[JobState],
+        pool: str | None = None,
+        owner: str | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+    ) -> JobPage:
+        """One page of jobs in scheduling order, from one index Query per state, merged.
+
+        The page token is a cursor: the order key of the page's last job (see item_codec). Each
+        state's Query continues with `order_key > cursor`, so a token stays valid for any number of
+        states, needs no per-state DynamoDB keys, and never returns a job twice while the jobs keep
+        their priority. A job whose priority changes between two page requests moves in the order
+        and may be seen twice or not at all, as in any listing of a changing queue.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        after = decode_page_token(next_token) if next_token else None
+        streams: list[Iterable[Item]] = []
+        for state in sorted({JobState(state) for state in states}):
+            stream = self._query(STATE_INDEX, "#state", str(state), after=after, pool=pool, owner=owner)
+            streams.append(itertools.islice(stream, limit + 1))
+        merged = list(itertools.islice(heapq.merge(*streams, key=order_key_of), limit + 1))
+        page = merged[:limit]
+        token = encode_page_token(order_key_of(page[-1])) if len(merged) > limit else None
+        return JobPage(jobs=[from_item(item) for item in page], next_token=token)
+
+    def _query(
+        self,
+        index: str,
+        key_placeholder: str,
+        key_value: str,
+        *,
+        after: str | None = None,
+        pool: str | None = None,
+        owner: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[Item]:
+        """Items of one index partition in order_key order, read page by page as they are consumed."""
+        key_condition = f"{key_placeholder} = :key"
+        values: dict[str, dict[str, str]] = {":key": {"S": key_value}}
+        if after is not None:
+            key_condition += " AND #order_key > :after"
+            values[":after"] = {"S": after}
+        filters = []
+        if pool is not None:
+            filters.append("#pool = :pool")
+            values[":pool"] = {"S": pool}
+        if owner is not None:
+            filters.append("#owner = :owner")
+            values[":owner"] = {"S": owner}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": index,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeValues": values,
+        }
+        expressions = [key_condition]
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
+            expressions.append(request["FilterExpression"])
+        request["ExpressionAttributeNames"] = names(" ".join(expressions))
+        page_size = page_size or self._page_size
+        if page_size is not None:
+            request["PaginationConfig"] = {"PageSize": page_size}
+        for page in query_pages(self._client, request):
+            yield from page.get("Items", [])

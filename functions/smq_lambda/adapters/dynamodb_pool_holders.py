@@ -1,0 +1,144 @@
+"""The queue table's pool items: what holds each pool's instances, readable by key.
+
+* Each pool has a usage item (`#pool#<instance type>`) whose `live` string set names the live jobs
+  holding its instances. The job store changes a job and its pools' `live` sets in one
+  TransactWriteItems (`live_updates`), so at every committed moment a job is live exactly when its
+  pools name it.
+* **Training jobs outside the queue** are kept in the same items (`outside`, elements
+  `<training job>=<instances>`) from their state-change events, and replaced by what SageMaker lists
+  during reconciliation.
+* The registry item `#pools` names every pool a job was submitted to or an outside job used, so a
+  pass knows which usage items exist without a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
+from smq_lambda.adapters.dynamodb_table import batch_get, get_item, transaction_busy
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import LIVE_STATES
+
+POOLS_KEY = "#pools"
+POOL_KEY_PREFIX = "#pool#"
+"""Job names never contain '#', so neither key can be a job's; they carry no indexed attribute, so
+they are in no index, and no TTL."""
+OUTSIDE_SEPARATOR = "="
+
+
+@dataclass(frozen=True)
+class PoolHolders:
+    """What the pool items say holds the pools' instances."""
+
+    pools: frozenset[str]
+    """Every registered pool."""
+    live_names: frozenset[str]
+    """The live jobs the pools' `live` sets name."""
+    outside: dict[str, int]
+    """Instances per pool held by training jobs outside the queue (pools with none left out)."""
+
+
+class PoolHolderItems:
+    def __init__(self, table_name: str, client: Any) -> None:
+        self._table = table_name
+        self._client = client
+
+    def read(self) -> PoolHolders:
+        """The registry, then every pool's usage item: by key, strongly consistent."""
+        pools = self.registered()
+        live_names: set[str] = set()
+        outside: dict[str, int] = {}
+        for item in batch_get(self._client, self._table, [pool_key(pool) for pool in sorted(pools)]):
+            pool = item["name"]["S"].removeprefix(POOL_KEY_PREFIX)
+            live_names.update(item.get("live", {}).get("SS", []))
+            held = sum(outside_count(entry) for entry in item.get("outside", {}).get("SS", []))
+            if held:
+                outside[pool] = held
+        return PoolHolders(pools=frozenset(pools), live_names=frozenset(live_names), outside=outside)
+
+    def registered(self) -> set[str]:
+        item = get_item(self._client, self._table, POOLS_KEY)
+        return set(item["pools"]["SS"]) if item is not None and "pools" in item else set()
+
+    def register(self, demand: Mapping[str, int]) -> None:
+        """Name the pools in the registry (before any job or outside job of them is written)."""
+        if not demand:
+            return
+        with unavailable_as_typed(transaction_busy):
+            self._client.update_item(
+                TableName=self._table,
+                Key={"name": {"S": POOLS_KEY}},
+                UpdateExpression="ADD #pools :pools",
+                ExpressionAttributeNames={"#pools": "pools"},
+                ExpressionAttributeValues={":pools": {"SS": sorted(demand)}},
+            )
+
+    def live_updates(self, job: Job) -> list[dict[str, Any]]:
+        """The job's name added to (live) or removed from (otherwise) each of its pools' `live` sets:
+        actions of the transaction that saves the job."""
+        operation = "ADD" if job.state in LIVE_STATES else "DELETE"
+        members = {":member": {"SS": [job.name]}}
+        return [
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": {"name": {"S": pool_key(pool)}},
+                    "UpdateExpression": f"{operation} #live :member",
+                    "ExpressionAttributeNames": {"#live": "live"},
+                    "ExpressionAttributeValues": members,
+                }
+            }
+            for pool in job.demand
+        ]
+
+    def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
+        """Add (or remove) `<training job>=<instances>` in each pool's `outside` set."""
+        if holding:
+            self.register(demand)
+        operation = "ADD" if holding else "DELETE"
+        for pool, count in demand.items():
+            with unavailable_as_typed(transaction_busy):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key={"name": {"S": pool_key(pool)}},
+                    UpdateExpression=f"{operation} #outside :entry",
+                    ExpressionAttributeNames={"#outside": "outside"},
+                    ExpressionAttributeValues={":entry": {"SS": [outside_entry(training_job_name, count)]}},
+                )
+
+    def replace_outside(self, jobs: Mapping[str, Mapping[str, int]]) -> None:
+        """Set every known pool's `outside` set to what `jobs` holds there (removed when empty)."""
+        entries: dict[str, list[str]] = {}
+        for name, demand in jobs.items():
+            for pool, count in demand.items():
+                entries.setdefault(pool, []).append(outside_entry(name, count))
+        self.register(dict.fromkeys(entries, 0))
+        for pool in sorted(self.registered() | set(entries)):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "Key": {"name": {"S": pool_key(pool)}},
+                "ExpressionAttributeNames": {"#outside": "outside"},
+            }
+            if entries.get(pool):
+                request["UpdateExpression"] = "SET #outside = :entries"
+                request["ExpressionAttributeValues"] = {":entries": {"SS": sorted(entries[pool])}}
+            else:
+                request["UpdateExpression"] = "REMOVE #outside"
+            with unavailable_as_typed(transaction_busy):
+                self._client.update_item(**request)
+
+
+def pool_key(pool: str) -> str:
+    return f"{POOL_KEY_PREFIX}{pool}"
+
+
+def outside_entry(training_job_name: str, instances: int) -> str:
+    return f"{training_job_name}{OUTSIDE_SEPARATOR}{instances}"
+
+
+def outside_count(entry: str) -> int:
+    """The instances of an `outside` element (training job names never contain '=')."""
+    return int(entry.rpartition(OUTSIDE_SEPARATOR)[2])

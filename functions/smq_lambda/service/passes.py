@@ -1,0 +1,179 @@
+"""Scheduling passes: under the lease, read what a decision can depend on, decide (the pure
+`decide_pass`), and apply the actions one job at a time."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import assert_never
+
+from aws_lambda_powertools import Logger
+
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.ports import ConfigSource, JobStore, PassLease, PoolUsageBoard, PoolUsageReport
+from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.decide import decide_pass
+from smq_lambda.scheduling.snapshot import Snapshot
+from smq_lambda.scheduling.window import window_sizes
+from smq_lambda.service.job_effects import Created, JobEffects, isolated
+from smq_lambda.service.pass_measures import count_stuck, pool_usage
+
+logger = Logger(service="smq", child=True)
+
+MAX_PASSES = 5
+"""Bound on back-to-back passes in one call (reruns requested meanwhile, refused starts)."""
+
+
+@dataclass
+class PassReport:
+    """What the passes of one `schedule()` call did, for metrics and logs."""
+
+    passes: int = 0
+    started: list[Job] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
+    """Jobs whose create may or may not have taken effect (left `starting` for reconciliation)."""
+    preempted: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    skipped_busy: bool = False
+    job_errors: list[str] = field(default_factory=list)
+    stuck: int = 0
+    usage: PoolUsageReport | None = None
+
+
+class Passes:
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        config: ConfigSource,
+        lease: PassLease,
+        clock: Callable[[], datetime],
+        effects: JobEffects,
+        usage_board: PoolUsageBoard | None,
+        stuck_after: timedelta,
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._lease = lease
+        self._clock = clock
+        self._effects = effects
+        self._usage_board = usage_board
+        self._stuck_after = stuck_after
+
+    def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
+        """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
+        lease's default); a caller that finds the lease taken leaves a rerun request for the holder
+        and returns at once."""
+        report = PassReport()
+        owner = uuid.uuid4().hex
+        if not self._lease.try_acquire(owner, self._clock(), lease_for):
+            self._lease.request_rerun()
+            if not self._lease.try_acquire(owner, self._clock(), lease_for):
+                report.skipped_busy = True
+                report.stuck = count_stuck(self._store.in_use().live, self._clock(), self._stuck_after)
+                return report
+        try:
+            while True:
+                refused_starts = self._run_pass(report)
+                if refused_starts and report.passes < MAX_PASSES:
+                    continue
+                if self._lease.release(owner):
+                    return report
+        except BaseException:
+            self._lease.abandon(owner)
+            raise
+
+    def _run_pass(self, report: PassReport) -> bool:
+        """One decide-and-apply pass; True when a refused start freed capacity worth another pass.
+
+        It reads what its decisions can depend on: every live job and the outside usage, exactly
+        (`JobStore.in_use`), and per pool the first pending jobs as far as they can matter (see
+        scheduling/window.py), never the whole queue.
+        """
+        report.passes += 1
+        now = self._clock()
+        config = self._config.load()
+        held = self._store.in_use()
+        ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
+        pools = sorted(set(config.pools) | held.pools)
+        live_names = {job.name for job in held.live}
+        pending: dict[str, Job] = {}
+        for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items():
+            for job in self._store.pending_window(pool, size):
+                if job.name not in live_names and job.state is JobState.PENDING:
+                    pending.setdefault(job.name, job)
+        jobs = [*held.live, *pending.values()]
+        decision = decide_pass(Snapshot(jobs=tuple(jobs), external_usage=held.outside), now, config)
+        by_name = {job.name: job for job in jobs}
+        after = dict(by_name)  # each job as this pass leaves it
+        refused_before = len(report.refused)
+        for action in decision.actions:
+            with isolated(action.job_name, type(action).__name__, report.job_errors):
+                after[action.job_name] = self._apply(action, by_name[action.job_name], now, report)
+        for job in held.live:
+            if job.state is JobState.STOPPING and job.current_attempt is not None:
+                with isolated(job.name, "stop", report.job_errors):
+                    self._effects.stop(job.current_attempt.training_job_name)
+        final = [job for job in after.values() if job.is_live]
+        report.stuck = count_stuck(final, now, self._stuck_after)
+        report.usage = pool_usage(final, held.outside, config, now, decision.heads)
+        self._publish(report.usage)
+        return len(report.refused) > refused_before
+
+    def _apply(self, action: Action, decided: Job, now: datetime, report: PassReport) -> Job:
+        """Carry out one action; returns the job as it now stands (unchanged when a race was lost).
+
+        A pending job was decided over as the pending index showed it (no request, and perhaps a
+        moment old): it is read by key first, and left for the next pass if it changed meanwhile.
+        """
+        job = self._whole(decided)
+        if job is None:
+            return decided
+        if isinstance(action, StartJob):
+            started = self._effects.save(lifecycle.start(job, now, reason=action.reason, backfill=action.backfill), job)
+            if started is None:
+                return job
+            created, current = self._effects.create(started)
+            if created is Created.YES:
+                report.started.append(started)
+            elif created is Created.REFUSED:
+                report.refused.append(started.name)
+            else:
+                report.unconfirmed.append(started.name)
+            return current
+        if isinstance(action, PreemptJob):
+            stopping = self._effects.save(lifecycle.request_stop(job, now, preempt=True, reason=action.reason), job)
+            if stopping is None:
+                return job
+            if stopping.current_attempt is not None:
+                self._effects.stop(stopping.current_attempt.training_job_name)
+                report.preempted.append(stopping.name)
+            return stopping
+        if isinstance(action, ExplainWait):
+            return self._effects.save(lifecycle.explain(job, now, action.reason), job) or job
+        assert_never(action)
+
+    def _whole(self, decided: Job) -> Job | None:
+        """The job as stored, if it is still the one decided over (same submission and version)."""
+        if decided.is_live:
+            return decided
+        stored = self._store.get(decided.name)
+        if stored is None or stored.job_id != decided.job_id or stored.version != decided.version:
+            logger.info("job changed since the pending index showed it; skipped", extra={"job": decided.name})
+            return None
+        return stored
+
+    def _publish(self, usage: PoolUsageReport) -> None:
+        """Publish the pass's pool usage; a throttled table only delays it to the next pass."""
+        if self._usage_board is None:
+            return
+        try:
+            self._usage_board.publish(usage)
+        except ServiceUnavailable as exc:
+            logger.warning("could not publish pool usage; the next pass does", extra={"error": str(exc)})

@@ -1,0 +1,168 @@
+"""SageMaker's reports (state-change events, and the describes of reconciliation) applied to jobs.
+
+A report changes a job only through the pure domain (`apply_report`) and a conditional write; a
+report the job has moved past may still stop an orphaned attempt, or count the instances a closed
+attempt's training job holds until SageMaker reports its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from smq_lambda.domain.held_instances import held_instances
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, apply_report, is_own_attempt, is_stale
+from smq_lambda.errors import VersionConflict
+from smq_lambda.governance.policy import Policy
+from smq_lambda.ports import JobStore, PolicySource, TrainingJobStatus
+from smq_lambda.service.idle_watch import IdleWatch
+from smq_lambda.service.job_effects import JobEffects, isolated
+
+logger = Logger(service="smq", child=True)
+
+REPORT_RETRIES = 5
+HOLDING_STATUSES = frozenset({IN_PROGRESS, STOPPING})
+"""Statuses in which a training job holds its instances."""
+
+
+@dataclass
+class ReportOutcome:
+    """What one SageMaker report did: the job's new value when it changed."""
+
+    changed: Job | None = None
+    job_errors: list[str] = field(default_factory=list)
+    outside: bool = False
+    """The report was about a training job outside the queue (its tags named a queue job, but it
+    is not that job's attempt): its caller records the instances it holds with `report_outside`."""
+
+
+def current_policy(source: PolicySource | None) -> Policy:
+    """The governance policy in force; the default one when no source is configured."""
+    return source.load() if source is not None else Policy()
+
+
+class Reports:
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        effects: JobEffects,
+        clock: Callable[[], datetime],
+        policy: PolicySource | None,
+        idle_watch: IdleWatch | None,
+    ) -> None:
+        self._store = store
+        self._effects = effects
+        self._clock = clock
+        self._policy = policy
+        self._idle_watch = idle_watch
+
+    def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:
+        """Apply one SageMaker status report (event or describe) to its job. Duplicates and reports of
+        old attempts change nothing; a report that a closed attempt is still running stops that
+        orphan; a report whose training job is not the attempt's own is about a job outside the queue.
+        The governance policy has its say first (spot fallback, MaxWaitTimeExceeded, failure retry);
+        a spot attempt that falls back is stopped after the write, and should that stop fail, the
+        attempt's next report (an interrupted spot job keeps reporting) stops it as an orphan."""
+        outcome = ReportOutcome()
+        with isolated(job_name, "report", outcome.job_errors):
+            outcome.changed = self.apply(job_name, attempt_number, status, outcome=outcome)
+        return outcome
+
+    def apply(
+        self,
+        job_name: str,
+        attempt_number: int,
+        status: TrainingJobStatus,
+        alarm_names: Collection[str] | None = None,
+        *,
+        outcome: ReportOutcome | None = None,
+    ) -> Job | None:
+        """The job as the report left it, or None when it did not change it. `alarm_names`: the idle
+        alarms reconciliation listed, so a training job's alarms are put only when missing; None (an
+        event) puts them whenever it reports `Training`. A report about a training job outside the
+        queue marks `outcome` so."""
+        policy = current_policy(self._policy)
+        for _ in range(REPORT_RETRIES):
+            job = self._store.get(job_name)
+            if job is None or not is_own_attempt(job, attempt_number, status.name):
+                logger.info(
+                    "training job outside the queue",
+                    extra={"training_job": status.name, "tagged_job": job_name, "tagged_attempt": attempt_number},
+                )
+                if outcome is not None:
+                    outcome.outside = True
+                return None
+            effect = apply_report(job, attempt_number, status, self._clock(), policy)
+            if effect is None:
+                if not is_stale(job, attempt_number, status):
+                    self._track_closed_attempt(job, job, attempt_number, status)
+                self._stop_if_orphan(job, attempt_number, status)
+                if self._idle_watch is not None:
+                    self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
+                return None
+            try:
+                saved = self._store.save(effect.job, expected_version=job.version)
+            except VersionConflict:
+                continue
+            logger.info(
+                "job changed",
+                extra={"job": job_name, "state": saved.state, "sagemaker": status.status, "reason": saved.reason},
+            )
+            self._track_closed_attempt(job, saved, attempt_number, status)
+            if effect.stop is not None:
+                self._effects.stop(effect.stop)
+            if self._idle_watch is not None:
+                self._idle_watch.on_report(job, saved, attempt_number, status, policy, alarm_names)
+            return saved
+        logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
+        return None
+
+    def _track_closed_attempt(self, before: Job, after: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+        """A training job of an attempt the job has closed (a spot attempt that fell back and is
+        still stopping, an orphan being stopped) holds its instances until SageMaker reports its
+        end, though its job no longer counts them: it is counted as outside the queue until then.
+        An attempt that closes with its own end report (the usual completion) was never counted."""
+        if _is_open(after, attempt_number) and after.is_live:
+            return
+        holding = status.status in HOLDING_STATUSES
+        if not holding and _is_open(before, attempt_number):
+            return
+        self._store.record_outside(status.name, after.demand, holding=holding)
+
+    def report_outside(self, detail: Mapping[str, Any]) -> ReportOutcome:
+        """A state change of a training job outside the queue (the event's detail, with Tags as a
+        map): the instances it holds while in progress are recorded for the passes (removed when it
+        ends; a lost or reordered event is corrected by reconciliation), and it gets idle alarms
+        while it trains when `idle.enforce_outside_queue` is on."""
+        outcome = ReportOutcome()
+        name = str(detail.get("TrainingJobName"))
+        with isolated(name, "report_outside", outcome.job_errors):
+            held = held_instances(detail).counts
+            if held:
+                holding = detail.get("TrainingJobStatus") in HOLDING_STATUSES
+                self._store.record_outside(name, held, holding=holding)
+            if self._idle_watch is not None:
+                self._idle_watch.on_outside_report(detail, current_policy(self._policy))
+        return outcome
+
+    def _stop_if_orphan(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+        """Stop one of the job's own attempts that runs although the job has moved past it. Only
+        called for reports `is_own_attempt` accepted, so it never stops a job the queue did not start."""
+        if status.status != IN_PROGRESS:
+            return
+        attempt = job.current_attempt
+        is_current_and_open = attempt is not None and attempt.number == attempt_number and attempt.is_open
+        if not is_current_and_open:
+            logger.warning("stopping an attempt the queue no longer wants", extra={"job": job.name})
+            self._effects.stop(status.name)
+
+
+def _is_open(job: Job, attempt_number: int) -> bool:
+    attempt = job.current_attempt
+    return attempt is not None and attempt.number == attempt_number and attempt.is_open
