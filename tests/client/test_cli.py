@@ -470,7 +470,7 @@ def test_without_the_local_extra_smq_local_says_what_to_install(
     code, _, err = run(capsys, "local", "up")
 
     assert code == 2
-    assert "pip install 'smq[local]'" in err
+    assert "pip install 'smq-sagemaker[local]'" in err
 
 
 def test_a_failing_api_exits_1_saying_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -141,7 +141,7 @@ def test_without_matplotlib_it_says_how_to_get_it(tmp_path: Path, monkeypatch: p
     with pytest.raises(MissingPlotting) as raised:
         draw_gantt([], {"ml.p5": 1}, tmp_path / "gantt.png", title="t")
 
-    assert "pip install 'smq[simulate]'" in str(raised.value)
+    assert "pip install 'smq-sagemaker[simulate]'" in str(raised.value)
 
 
 def test_importing_the_module_does_not_import_matplotlib() -> None:

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return EXIT_REFUSED
     except ModuleNotFoundError as exc:
-        _error(f"{exc.name} is not installed (smq local needs: pip install 'smq[local]')")
+        _error(f"{exc.name} is not installed (smq local needs: pip install 'smq-sagemaker[local]')")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -151,7 +151,7 @@ def _register_local_commands(commands: Any) -> None:
         from smq.local.cli import register_local_commands
     except ModuleNotFoundError as exc:
         missing = exc.name or "a module"
-        local = commands.add_parser("local", help="the local stack (needs: pip install 'smq[local]')")
+        local = commands.add_parser("local", help="the local stack (needs: pip install 'smq-sagemaker[local]')")
         local.add_argument("arguments", nargs=argparse.REMAINDER)
         local.set_defaults(func=lambda _args: _missing_extra(missing))
         return
@@ -159,7 +159,7 @@ def _register_local_commands(commands: Any) -> None:
 
 
 def _missing_extra(missing: str) -> int:
-    _error(f"smq local needs the 'local' extra (pip install 'smq[local]'): {missing} is not installed")
+    _error(f"smq local needs the 'local' extra (pip install 'smq-sagemaker[local]'): {missing} is not installed")
     return EXIT_USAGE
 
 

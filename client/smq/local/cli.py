@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smq.local.stack import LocalStack
 
 DEFAULT_WORKDIR = Path(".smq-local")
 FAULTS = ("interrupt", "fail", "hang")
@@ -29,6 +34,12 @@ def register_local_commands(subparsers: Any) -> None:
     )
     up.add_argument("--executor", choices=("process", "synthetic"), default="process")
     up.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    up.add_argument(
+        "--template",
+        type=Path,
+        metavar="FILE",
+        help="the SAM template to build the stack from (default: the template.yaml smq ships)",
+    )
     up.add_argument("--stop-grace", type=float, default=120.0, metavar="SECONDS", help="SIGTERM to SIGKILL")
     up.add_argument("--backfill", action="store_true", help="let smaller jobs use instances a waiting head cannot")
     up.add_argument("--verbose", action="store_true", help="print the handlers' logs and metrics")
@@ -95,8 +106,29 @@ def _policy(path: str) -> dict[str, Any]:
     return document
 
 
+class _StopRequested(BaseException):
+    """Raised in the main thread by the first SIGINT or SIGTERM, wherever `smq local up` is: a start
+    in progress is unwound (stopping what it started) as surely as the wait once it is up."""
+
+
+def _stop_on_signals() -> None:
+    """The first signal stops the stack cleanly; a second, while it stops, ends the process at once."""
+
+    def force(signum: int, _frame: FrameType | None) -> None:
+        os._exit(128 + signum)
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, force)
+        raise _StopRequested
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+
+
 def _up(args: argparse.Namespace) -> int:
-    from smq.local.stack import LocalStack, LocalStackOptions
+    """Exit 0 once stopped by a signal; a failed start raises StackStartError (one line, exit 1)."""
+    from smq.local.stack import TEMPLATE, LocalStack, LocalStackOptions
 
     options = LocalStackOptions(
         capacity=dict(args.capacity) or {"ml.m5.xlarge": 2},
@@ -108,20 +140,26 @@ def _up(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         policy=args.policy,
         alarm_period_seconds=args.alarm_period_seconds,
+        template=args.template or TEMPLATE,
     )
-    stopped = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopped.set())
-    with LocalStack(options) as stack:
-        print(f"smq local stack is up: API {stack.api_url}")
-        print(f"pools: {json.dumps(dict(options.capacity))}  executor: {options.executor}  workdir: {stack.workdir}")
-        print("In another shell:")
-        for key, value in sorted(stack.client_env.items()):
-            print(f"  export {key}={value}")
-        print("Press Ctrl-C to stop.", flush=True)
-        stopped.wait()
-        print("stopping: jobs get SIGTERM, then the servers stop", flush=True)
+    _stop_on_signals()
+    try:
+        with LocalStack(options) as stack:
+            _print_up(stack)
+            threading.Event().wait()
+    except _StopRequested:
+        pass  # the stack, or as much of it as had started, is stopped
     return 0
+
+
+def _print_up(stack: LocalStack) -> None:
+    options = stack.options
+    print(f"smq local stack is up: API {stack.api_url}")
+    print(f"pools: {json.dumps(dict(options.capacity))}  executor: {options.executor}  workdir: {stack.workdir}")
+    print("In another shell:")
+    for key, value in sorted(stack.client_env.items()):
+        print(f"  export {key}={value}")
+    print("Press Ctrl-C to stop (jobs get SIGTERM, then the servers stop; press it again to force).", flush=True)
 
 
 def _inject(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know th
 
 from __future__ import annotations
 
+import errno
 import importlib
 import json
 import logging
@@ -29,10 +30,11 @@ from typing import Any
 
 import boto3
 import requests
+import yaml
 from moto.server import ThreadedMotoServer
 
 from smq.api_client import SmqApiClient
-from smq.errors import JobNotFound
+from smq.errors import JobNotFound, SmqError
 from smq.local.alarm_evaluator import AlarmEvaluator
 from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
@@ -42,6 +44,7 @@ from smq.local.sagemaker import LocalSageMaker, PhaseTimings
 from smq.local.sqs_event_source import SqsEventSource
 from smq.local.template import (
     QueueEventSource,
+    TemplateError,
     evaluate,
     event_rule_queues,
     function_environment,
@@ -55,7 +58,10 @@ from smq.local.template import (
 )
 
 REPOSITORY = Path(__file__).resolve().parents[3]
-TEMPLATE = REPOSITORY / "template.yaml"
+TEMPLATE = Path(__file__).with_name("template.yaml")
+"""Shipped in the package; in a clone, a link to the repository's template.yaml (the one source)."""
+MOTO_START_SECONDS = 30.0
+"""moto's own start waits without limit for a server that may never come up."""
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
 TABLE_NAME = "smq-queue"
@@ -115,6 +121,10 @@ class LocalStackOptions:
     policy's `idle.period_seconds`), so an idle job is stopped in seconds; None: the alarm's own."""
 
 
+class StackStartError(SmqError):
+    """The stack could not start; the message says what failed and what to do about it."""
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -127,6 +137,7 @@ class LocalStack:
     def __init__(self, options: LocalStackOptions | None = None) -> None:
         self.options = options or LocalStackOptions()
         self.workdir = Path(self.options.workdir).resolve()
+        self._template: dict[str, Any] = {}
         self._moto: ThreadedMotoServer | None = None
         self._sagemaker: LocalSageMaker | None = None
         self._router: EventRouter | None = None
@@ -144,6 +155,8 @@ class LocalStack:
         self._api: ApiFront | None = None
         self._saved_environ: dict[str, str | None] = {}
         self._holds_process = False
+        self._state_file: Path | None = None
+        """Set once this stack wrote it: a stack that failed to start leaves another's in place."""
         self._topics: dict[str, str] = {}
         """The template's SNS topics (logical id) and their ARNs in moto."""
         self.aws_env: dict[str, str] = {}
@@ -164,6 +177,8 @@ class LocalStack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._quiet_libraries()
         try:
+            self._template = self._read_template()
+            self._api = self._bind_api()
             self._start_moto()
             self._provision()
             self._bus = EventBus(lambda: self.boto3_client("sqs"), self._event_routes(), chaos=self.options.chaos)
@@ -182,7 +197,6 @@ class LocalStack:
             self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
             self._subscribe_functions()
             self._enter_function_environment()
-            self._api = ApiFront(self._api_handler, port=self.options.api_port)
             self._api.start()
             self._router = EventRouter(
                 self._function_handler(SCHEDULER_FUNCTION_ID),
@@ -231,7 +245,9 @@ class LocalStack:
         self._event_sources = []
         self._queues = {}
         self._leave_function_environment()
-        (self.workdir / STATE_FILE).unlink(missing_ok=True)
+        if self._state_file is not None:
+            self._state_file.unlink(missing_ok=True)
+            self._state_file = None
         if self._holds_process:
             self._holds_process = False
             _RUNNING.release()
@@ -300,11 +316,39 @@ class LocalStack:
 
     # ------------------------------------------------------------------ internals
 
+    def _read_template(self) -> dict[str, Any]:
+        """Read first: a missing or broken template fails the start before anything runs."""
+        path = self.options.template
+        remedy = "reinstall smq-sagemaker[local]" if path == TEMPLATE else "check --template"
+        try:
+            return load_template(path)
+        except FileNotFoundError:
+            raise StackStartError(f"no template at {path}; {remedy}") from None
+        except (OSError, yaml.YAMLError, TemplateError) as exc:
+            reason = " ".join(str(exc).split())
+            raise StackStartError(f"cannot read the template {path} ({reason}); {remedy}") from exc
+
+    def _bind_api(self) -> ApiFront:
+        """Bound before anything else starts, so a port in use fails the stack at once."""
+        port = self.options.api_port
+        try:
+            return ApiFront(self._api_handler, port=port)
+        except OSError as exc:
+            problem = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            raise StackStartError(
+                f"port {port} on 127.0.0.1 {problem}; pass --port N (0 picks a free one) or stop what holds it"
+            ) from exc
+
     def _start_moto(self) -> None:
         make_moto_dynamodb_atomic()
         port = _free_port()
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        self._moto.start()
+        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        starter = threading.Thread(target=moto.start, name="smq-moto-start", daemon=True)
+        starter.start()
+        starter.join(MOTO_START_SECONDS)
+        if starter.is_alive():
+            raise StackStartError(f"moto did not come up on 127.0.0.1:{port} in {MOTO_START_SECONDS:g} s; try again")
+        self._moto = moto
         moto_url = f"http://127.0.0.1:{port}"
         requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
         self.aws_env = {f"AWS_ENDPOINT_URL_{suffix}": moto_url for suffix in MOTO_SERVICES.values()}
@@ -329,7 +373,7 @@ class LocalStack:
 
     def _provision(self) -> None:
         """Create what the template declares, in the emulators."""
-        template = load_template(self.options.template)
+        template = self._template
         definition = table_definition(template, table_name=TABLE_NAME)
         ttl = definition.pop("TimeToLiveSpecification", None)
         dynamodb = self.boto3_client("dynamodb")
@@ -339,7 +383,6 @@ class LocalStack:
         ssm = self.boto3_client("ssm")
         for name, value in ssm_parameters(template, self._parameter_overrides(), pseudo_parameters=self._pseudo()):
             ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
-        self._template = template
         if self.options.policy is not None:
             ssm.put_parameter(Name=self.policy_parameter, Value=json.dumps(self.options.policy), Overwrite=True)
         sns = self.boto3_client("sns")
@@ -542,7 +585,8 @@ class LocalStack:
             "env": self.client_env,
             "pid": os.getpid(),
         }
-        (self.workdir / STATE_FILE).write_text(json.dumps(state, indent=2))
+        self._state_file = self.workdir / STATE_FILE
+        self._state_file.write_text(json.dumps(state, indent=2))
 
 
 def _template_handler(handler: str) -> Handler:

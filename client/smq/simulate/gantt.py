@@ -32,7 +32,7 @@ class MissingPlotting(RuntimeError):
     """matplotlib is missing; the CLI decides whether that is an error or a skipped chart."""
 
     def __init__(self) -> None:
-        super().__init__("smq simulate draws gantt.png with matplotlib: pip install 'smq[simulate]'")
+        super().__init__("smq simulate draws gantt.png with matplotlib: pip install 'smq-sagemaker[simulate]'")
 
 
 def slot_rows(pools: Mapping[str, int]) -> dict[tuple[str, int], int]:
