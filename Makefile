@@ -27,6 +27,7 @@ lint: setup
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/ruff check functions client tests bench trainer
 	$(VENV)/bin/ruff format --check functions client tests bench trainer
+	$(VENV)/bin/mypy
 
 demo: setup
 	$(VENV)/bin/smq local demo

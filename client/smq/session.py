@@ -125,7 +125,7 @@ class QueueTrainingJobSession(Session):
     def _intercept_create_request(self, request: dict[str, Any], create: Any, func_name: str | None = None) -> Any:
         """`Session.train()` ends here with the finished request: queue it instead of creating it."""
         if func_name != "train":
-            return super()._intercept_create_request(request, create, func_name)
+            return super()._intercept_create_request(request, create, func_name or "")
         return self.queue_training_job(request)
 
     def queue_training_job(self, request: Mapping[str, Any], priority: int | None = None) -> dict[str, Any]:

@@ -119,6 +119,7 @@ class EventRouter:
         self._order = itertools.count()
         self._cv = threading.Condition()
         self._stopping = False
+        self._host = host
         self._server = ThreadingHTTPServer((host, port), self._http_handler())
         self._server.daemon_threads = True
         self._threads = [
@@ -134,8 +135,7 @@ class EventRouter:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self._host}:{self._server.server_port}"
 
     def start(self) -> None:
         for thread in self._threads:
@@ -248,7 +248,9 @@ class EventRouter:
 def describe(event: dict[str, Any]) -> str:
     if isinstance(event.get("Records"), list):
         return f"SNS notification from {event['Records'][0]['Sns']['TopicArn']}"
-    detail = event.get("detail") if isinstance(event.get("detail"), dict) else {}
+    detail = event.get("detail")
+    if not isinstance(detail, dict):
+        detail = {}
     name = detail.get("TrainingJobName")
     status = detail.get("TrainingJobStatus")
     return f"{event.get('source')} {name or ''} {status or ''}".strip()
