@@ -3,8 +3,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+VENV_SDK3 := .venv-sdk3
+STAMP_SDK3 := $(VENV_SDK3)/.installed
 
-.PHONY: setup test test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-pass-cost bench-cold-import bench-kueue lint clean
+.PHONY: setup setup-sdk3 test test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-pass-cost bench-cold-import bench-kueue lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +16,23 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# SageMaker SDK v3 client tests need their own environment: the two SDK majors cannot share one.
+$(STAMP_SDK3): pyproject.toml
+	$(PYTHON) -m venv $(VENV_SDK3)
+	$(VENV_SDK3)/bin/python -m pip install --upgrade pip
+	$(VENV_SDK3)/bin/python -m pip install -e '.[local,sdk3]' 'pytest>=8' 'pytest-timeout>=2.3' 'hypothesis>=6.100'
+	touch $(STAMP_SDK3)
+
+setup-sdk3: $(STAMP_SDK3)
+
 # Two workers, one test file each at a time (module-scoped local stacks stay in one process).
 PYTEST := $(PY) -m pytest -n 2 --dist loadfile
 
-test: setup lint
+test: setup lint test-sdk3
 	$(PYTEST)
+
+test-sdk3: setup-sdk3
+	$(VENV_SDK3)/bin/python -m pytest tests/client_sdk3
 
 test-fast: setup
 	HYPOTHESIS_PROFILE=fast $(PYTEST) -m "not slow"
@@ -56,4 +70,4 @@ bench-kueue: setup
 	$(PY) bench/bench_kueue_load.py --json $(BENCH_JSON)/kueue_load.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .smq-local .bench
+	rm -rf $(VENV) $(VENV_SDK3) .pytest_cache .hypothesis .smq-local .bench

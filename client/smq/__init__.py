@@ -2,8 +2,11 @@
 
     from smq import QueueTrainingJobSession, TrainingQueue
 
-`QueueTrainingJobSession` is loaded on first use: it imports the SageMaker SDK, which the `smq`
-CLI and `TrainingQueue` with request dicts do not need.
+SageMaker Python SDK v2: `estimator.fit()` with `sagemaker_session=QueueTrainingJobSession(...)`.
+SDK v3: `TrainingQueue().train(model_trainer)` in place of `model_trainer.train()`.
+
+No SDK is imported here: the `smq` CLI and `TrainingQueue` with request dicts need none, and
+either major may be the one installed. `QueueTrainingJobSession` (v2 only) is loaded on first use.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The SDK looks for streams named after the job it created; a queued job's logs are under each
 attempt's own SageMaker name, so smq tails `/aws/sagemaker/TrainingJobs`, prefix
-`<attempt name>/`, with the SDK's own stream merging (`sagemaker.logs.multi_stream_iter`) and
-per-host colours.
+`<attempt name>/`, with the SDK's own stream merging (`multi_stream_iter`) and per-host colours,
+from whichever SDK major is installed (`smq.sdk_helpers`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import botocore.config
 import botocore.exceptions
-from sagemaker.logs import ColorWrap, Position, multi_stream_iter
+
+from smq.sdk_helpers import ColorWrap, Position, multi_stream_iter
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 STANDARD_ENDPOINT_ENV = "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"

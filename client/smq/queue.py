@@ -5,14 +5,17 @@
     job = queue.submit(estimator, priority=5, inputs="s3://bucket/train")
     job.wait()
 
-`submit` takes an estimator (the request is built exactly as `fit()` would build it) or a
-CreateTrainingJob request dict.
+`submit` takes a CreateTrainingJob request dict, an SDK v2 estimator (the request `fit()` would
+build) or an SDK v3 `ModelTrainer` (the request `train()` would send). `train` is SDK v3's
+`model_trainer.train()` through the queue: it submits and follows the job as `train()` does.
+Neither SDK is imported until one of its objects is given.
 """
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import boto3
@@ -107,6 +110,8 @@ class TrainingQueue:
         stack_name: the smq CloudFormation stack.
         session: whose credentials and region sign the calls: a `boto3.Session` or a SageMaker
             `Session` (its `boto_session` is used). Default: the default boto3 session.
+        api_client: an `SmqApiClient` to use instead of building one.
+        sleep: how `train` waits between looks at the queue (tests move the queue on from it).
     """
 
     def __init__(
@@ -116,9 +121,11 @@ class TrainingQueue:
         session: Any = None,
         *,
         api_client: SmqApiClient | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         boto_session = getattr(session, "boto_session", session) or boto3.Session()
         self.api = api_client or SmqApiClient(api_url, stack_name=stack_name, boto_session=boto_session)
+        self._sleep = sleep
 
     def submit(
         self,
@@ -130,8 +137,9 @@ class TrainingQueue:
     ) -> QueuedJob:
         """Queue a training job; `priority` replaces any `priority` tag the request has.
 
-        An estimator's request is the one `fit(inputs, job_name=...)` would send (its source code
-        is uploaded first); a dict is a CreateTrainingJob request, `job_name` renames it.
+        An estimator's request is the one `fit(inputs, job_name=...)` would send, a ModelTrainer's
+        the one `train(input_data_config=inputs)` would send (source code is uploaded first); a
+        dict is a CreateTrainingJob request. `job_name` renames the job.
         """
         if isinstance(request_or_estimator, Mapping):
             if inputs is not None or experiment_config is not None:
@@ -143,6 +151,32 @@ class TrainingQueue:
             request = training_request(request_or_estimator, inputs, job_name, experiment_config)
         queued = with_priority(request, priority, replace=True)
         return QueuedJob(self.api, self.api.add_job(queued))
+
+    def train(
+        self,
+        model_trainer: Any,
+        input_data_config: Sequence[Any] | None = None,
+        wait: bool = True,
+        logs: bool = True,
+        *,
+        priority: int | None = None,
+        job_name: str | None = None,
+        poll: float = 5.0,
+    ) -> QueuedJob:
+        """`model_trainer.train(input_data_config, wait, logs)` through the queue (SDK v3).
+
+        Waiting follows the job through the queue and every attempt (preempted, resumed), printing
+        the queue's changes, each attempt's status and, with `logs`, its CloudWatch logs; then
+        `model_trainer._latest_training_job` is the last attempt, and a failed job raises the
+        SDK's `FailedStatusError`, as after `train()`. Returns the queued job.
+        """
+        job = self.submit(model_trainer, priority=priority, inputs=input_data_config, job_name=job_name)
+        if not wait:
+            return job
+        from smq.model_trainer import follow_training
+
+        finished = follow_training(self.api, model_trainer, job.name, logs=logs, poll_interval=poll, sleep=self._sleep)
+        return QueuedJob(self.api, finished)
 
     def list_jobs(
         self,
@@ -164,17 +198,38 @@ class TrainingQueue:
 
 
 def training_request(
-    estimator: Any, inputs: Any = None, job_name: str | None = None, experiment_config: Mapping[str, str] | None = None
+    trainer: Any, inputs: Any = None, job_name: str | None = None, experiment_config: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The CreateTrainingJob request `estimator.fit(inputs, job_name=job_name)` would send.
+    """The CreateTrainingJob request an SDK v2 estimator's `fit(inputs, job_name=job_name)` or an
+    SDK v3 ModelTrainer's `train(input_data_config=inputs)` would send."""
+    if _instance_of(trainer, "sagemaker.train.model_trainer", "ModelTrainer"):
+        if experiment_config is not None:
+            raise TypeError("experiment_config applies to an SDK v2 estimator, not to a ModelTrainer")
+        from smq.model_trainer import model_trainer_request
 
-    The same steps as the SDK's AWS Batch queue: prepare (name the job, upload the source), build
-    the train arguments, and let the estimator's session turn them into the request.
-    """
-    from sagemaker.estimator import EstimatorBase, _TrainingJob
+        return model_trainer_request(trainer, inputs, job_name)
+    if _instance_of(trainer, "sagemaker.estimator", "EstimatorBase"):
+        return _estimator_request(trainer, inputs, job_name, experiment_config)
+    raise TypeError(
+        "submit takes a SageMaker ModelTrainer (SDK v3), a SageMaker estimator (SDK v2) or a request dict, "
+        f"not {type(trainer).__name__}"
+    )
 
-    if not isinstance(estimator, EstimatorBase):
-        raise TypeError(f"submit takes a SageMaker estimator or a request dict, not {type(estimator).__name__}")
+
+def _estimator_request(
+    estimator: Any, inputs: Any, job_name: str | None, experiment_config: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """The same steps as the SDK's AWS Batch queue: prepare (name the job, upload the source), build
+    the train arguments, and let the estimator's session turn them into the request."""
+    from sagemaker.estimator import _TrainingJob
+
     estimator.prepare_workflow_for_training(job_name)
     arguments = _TrainingJob.get_train_args(estimator, inputs, dict(experiment_config or {}))
     return dict(estimator.sagemaker_session.get_train_request(**arguments))
+
+
+def _instance_of(value: Any, module: str, name: str) -> bool:
+    """Whether `value` is an instance of `module.name`, asked without importing any SDK: an
+    instance can only exist once its class's module is loaded."""
+    cls = getattr(sys.modules.get(module), name, None)
+    return isinstance(cls, type) and isinstance(value, cls)
