@@ -90,3 +90,5 @@ def test_a_bad_configuration_or_missing_file_is_exit_2(tmp_path: Path, capsys: p
     assert "cannot read the trace" in capsys.readouterr().err
     assert main(["simulate", "generate", "nonsense"]) == 2
     assert "generate needs a workload" in capsys.readouterr().err
+    assert main(["simulate", "generate", "seed", "--jobs", "3"]) == 2
+    assert "generate seed takes no --jobs" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+from smq.cli.arguments import pool_capacity
 
 if TYPE_CHECKING:
     from smq.local.stack import LocalStack
@@ -29,7 +32,7 @@ def register_local_commands(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="TYPE=N",
-        type=_capacity,
+        type=pool_capacity,
         help="a pool and its instances, repeatable (default ml.m5.xlarge=2)",
     )
     up.add_argument("--executor", choices=("process", "synthetic"), default="process")
@@ -74,13 +77,6 @@ def register_local_commands(subparsers: Any) -> None:
     demo.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR / "demo")
     demo.add_argument("--executor", choices=("process", "synthetic"), default="process")
     demo.set_defaults(func=_demo)
-
-
-def _capacity(text: str) -> tuple[str, int]:
-    pool, _, count = text.partition("=")
-    if not pool or not count.isdigit():
-        raise argparse.ArgumentTypeError(f"expected TYPE=N (e.g. ml.g5.xlarge=8), got {text!r}")
-    return pool, int(count)
 
 
 def _positive_seconds(text: str) -> int:
@@ -143,12 +139,9 @@ def _up(args: argparse.Namespace) -> int:
         template=args.template or TEMPLATE,
     )
     _stop_on_signals()
-    try:
-        with LocalStack(options) as stack:
-            _print_up(stack)
-            threading.Event().wait()
-    except _StopRequested:
-        pass  # the stack, or as much of it as had started, is stopped
+    with contextlib.suppress(_StopRequested), LocalStack(options) as stack:
+        _print_up(stack)
+        threading.Event().wait()
     return 0
 
 

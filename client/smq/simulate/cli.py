@@ -18,6 +18,7 @@ from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
 from smq_lambda.simulation.trace import TraceError, TraceJob, check_pools, parse_trace, write_trace
 
+from smq.cli.arguments import pool_capacity
 from smq.simulate.report import metrics_table, write_outputs
 from smq.simulate.workloads import GENERATORS, Workload
 
@@ -44,7 +45,7 @@ def register_simulate_command(subparsers: Any) -> None:
     parser.add_argument("--compare", action="store_true", help="run every policy and print them side by side")
     parser.add_argument("--backfill", choices=("on", "off"), default="off", help="smq's backfill (default off)")
     parser.add_argument(
-        "--capacity", action="append", default=[], metavar="TYPE=N", type=capacity, help="a pool, repeatable"
+        "--capacity", action="append", default=[], metavar="TYPE=N", type=pool_capacity, help="a pool, repeatable"
     )
     parser.add_argument("--config", type=Path, metavar="FILE.json", help="the queue's pools document")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write metrics.json, timeline.csv, gantt.png here")
@@ -79,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
 def generate(args: argparse.Namespace) -> int:
     if args.kind not in GENERATORS:
         raise SimulationUsageError(f"generate needs a workload: one of {', '.join(GENERATORS)}")
-    sizes = {"jobs": args.jobs, "pools": args.pools}
-    options = {key: value for key, value in sizes.items() if value is not None}
-    try:
-        workload: Workload = GENERATORS[args.kind](args.seed, **options)
-    except TypeError:
-        raise SimulationUsageError(f"{args.kind} takes no {' or '.join('--' + key for key in options)}") from None
+    given = {key: value for key, value in {"jobs": args.jobs, "pools": args.pools}.items() if value is not None}
+    generator, size = GENERATORS[args.kind]
+    unknown = [f"--{key}" for key in given if key != size]
+    if unknown:
+        raise SimulationUsageError(f"generate {args.kind} takes no {' or '.join(unknown)}")
+    workload: Workload = generator(args.seed, **given)
     if args.out is None:
         sys.stdout.write(write_trace(workload.jobs))
         return EXIT_OK
@@ -154,13 +155,6 @@ def read_config(path: Path) -> dict[str, int]:
         raise SimulationUsageError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
     except ConfigError as exc:
         raise SimulationUsageError(str(exc)) from None
-
-
-def capacity(text: str) -> tuple[str, int]:
-    pool, _, count = text.partition("=")
-    if not pool or not count.isdigit():
-        raise argparse.ArgumentTypeError(f"expected TYPE=N (e.g. ml.g5.xlarge=8), got {text!r}")
-    return pool, int(count)
 
 
 def start_range(text: str) -> tuple[float, float]:

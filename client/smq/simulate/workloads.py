@@ -124,9 +124,10 @@ def spot(seed: int, jobs: int = 120) -> Workload:
     return Workload(trace, {"ml.p4d.24xlarge": 8})
 
 
-GENERATORS: dict[str, Callable[..., Workload]] = {
-    "mixed": mixed,
-    "seed": seed_scenario,
-    "kueue": kueue,
-    "spot": spot,
+GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
+    "mixed": (mixed, "jobs"),
+    "seed": (seed_scenario, None),
+    "kueue": (kueue, "pools"),
+    "spot": (spot, "jobs"),
 }
+"""Each generator, and the size option it takes (`--jobs` or `--pools`), if any."""

@@ -27,6 +27,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import decide_spot_fallback
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
@@ -113,16 +114,13 @@ class Simulation:
         self.clock = to
 
     def _moment(self) -> Moment:
-        held: Counter[str] = Counter(self.outside)
         releasing: Counter[str] = Counter(self.outside)
         for job in self.jobs.values():
-            if job.state in LIVE_STATES:
-                held.update(job.demand)
             if job.state in RELEASING_STATES:
                 releasing.update(job.demand)
         pending = sorted((job for job in self.jobs.values() if job.state is JobState.PENDING), key=lambda j: j.order)
         reclaimable = [job for job in self.jobs.values() if job.state in (JobState.STARTING, JobState.RUNNING)]
-        return Moment(self.pools, held, releasing, pending, reclaimable)
+        return Moment(self.pools, self._held(), releasing, pending, reclaimable)
 
     def _handle(self, kind: Event, name: str, token: int) -> None:
         if kind is Event.PASS:
@@ -296,7 +294,7 @@ class Simulation:
         self.outside.update(job.demand)
         self._schedule(self.clock + progress.trace.stop_s, Event.RELEASED, job.name, attempt.number)
 
-    def _spot_fallback(self, job: Job, interruptions: int) -> Any:
+    def _spot_fallback(self, job: Job, interruptions: int) -> FallBackToOnDemand | None:
         attempt = job.current_attempt
         assert attempt is not None
         description = {
