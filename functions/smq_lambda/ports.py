@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -56,15 +56,19 @@ class JobStore(Protocol):
         key (strongly consistent), never through an eventually consistent index."""
         ...
 
-    def pending_window(self, pool: str, limit: int) -> list[Job]:
+    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         """The first `limit` pending jobs listed under `pool`, in scheduling order, as summaries
-        (no request, no history): one bounded Query of the pending index, which may lag writes."""
+        (no request, no history): one bounded Query of a pending index, which may lag writes.
+        With `team`, only the jobs whose `Job.team` is `team` ("" for jobs with no team tag),
+        from the pending-by-team index."""
         ...
 
-    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
-        """Pending jobs listed under `pool` whose order keys lie strictly between `after` and
-        `before` (either open when None): a Select=COUNT Query of the pending index, made when
-        someone asks."""
+    def count_pending(
+        self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
+    ) -> int:
+        """Pending jobs listed under `pool` (of `team`, as in `pending_window`) whose order keys lie
+        strictly between `after` and `before` (either open when None): a Select=COUNT Query of a
+        pending index, made when someone asks."""
         ...
 
     def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
@@ -140,11 +144,62 @@ class PoolUsage:
 
 
 @dataclass(frozen=True)
+class TeamMeasure:
+    """One team in one pool as a scheduling pass left it (the unassigned group is a team here)."""
+
+    team: str
+    pool: str
+    quota: int | None
+    in_use: int
+    """Instances its live jobs hold."""
+    borrowed: int
+    """Instances it holds beyond its quota: max(in_use - quota, 0)."""
+    lent: int
+    """Instances of its idle quota that other teams' jobs run on."""
+
+
+@dataclass(frozen=True)
+class StartEstimate:
+    """When a pending job is expected to start, replaying the queue forward from a pass."""
+
+    job_name: str
+    at: datetime | None
+    """None: it does not start within the replay's horizon."""
+    assumed: str
+    """What the replay assumed, in a sentence a user reads (durations and their sources)."""
+
+
+@dataclass(frozen=True)
 class PoolUsageReport:
-    """What one scheduling pass measured, per pool, and when."""
+    """What one scheduling pass measured, per pool and team, and when; and its start estimates."""
 
     pools: tuple[PoolMeasure, ...]
     measured_at: datetime
+    teams: tuple[TeamMeasure, ...] = ()
+    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
+    """Per pending job the pass saw (its window), keyed by job name."""
+
+
+@dataclass(frozen=True)
+class TeamUsageRecord:
+    """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`), as of
+    `at`, the end of the pass that wrote it."""
+
+    usage: Mapping[str, float]
+    at: datetime
+
+
+class TeamUsageHistory(Protocol):
+    """Where passes keep the teams' decayed usage between them (one small item)."""
+
+    def load(self) -> TeamUsageRecord | None:
+        """The last record saved; None before the first pass with teams."""
+        ...
+
+    def save(self, record: TeamUsageRecord, *, previous: TeamUsageRecord | None) -> None:
+        """Write `record` if the stored one is still `previous` (by `at`); a lost race raises
+        VersionConflict (another pass already counted the interval)."""
+        ...
 
 
 class PoolUsageBoard(Protocol):

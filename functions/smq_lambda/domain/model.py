@@ -95,6 +95,12 @@ class Job:
     """Notable changes, oldest first, at most MAX_HISTORY."""
     earlier_job_ids: tuple[str, ...] = ()
     """Ids of earlier (finished) jobs of this name, newest first: each is readable by its id."""
+    team: str | None = None
+    """The value of the job's team tag when it was submitted (see domain/teams.py)."""
+    expected_duration_s: int | None = None
+    """How long the job expects to train: its `smq:expected-duration` tag, else None."""
+    max_runtime_s: int | None = None
+    """The request's StoppingCondition.MaxRuntimeInSeconds: an upper bound on one attempt."""
     stop_outcome: AttemptOutcome | None = None
     """Set while `stopping` for a governance rule (an idle GPU): when the stop lands the attempt
     closes with this outcome and the job ends failed, not cancelled."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.teams import Aging, PreemptionRules, Teams
 
 
 class UnpooledPolicy(StrEnum):
@@ -18,11 +19,15 @@ class UnpooledPolicy(StrEnum):
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """Settings of a pass. `pools` is instances per instance type, hot-reloaded from SSM."""
+    """Settings of a pass. `pools`, `teams`, `preemption` and `aging` come from the configuration
+    document, hot-reloaded from SSM; the defaults are the queue without teams."""
 
     pools: Mapping[str, int]
     unpooled: UnpooledPolicy = UnpooledPolicy.REJECT
     backfill: bool = False
+    teams: Teams = field(default_factory=Teams)
+    preemption: PreemptionRules = field(default_factory=PreemptionRules)
+    aging: Aging = field(default_factory=Aging)
 
     def capacity(self, pool: str) -> int | None:
         """Instances the pool holds; `None` means unlimited (an unpooled type under `unlimited`)."""
@@ -40,3 +45,6 @@ class Snapshot:
 
     jobs: tuple[Job, ...]
     external_usage: Mapping[str, int] = field(default_factory=dict)
+    team_usage: Mapping[str, float] = field(default_factory=dict)
+    """Each team's decayed past use in instance-seconds (see `domain.teams.decayed_usage`): the
+    fair share among teams that want to borrow."""
