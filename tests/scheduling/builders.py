@@ -79,6 +79,10 @@ class JobBuilder:
         self._demand[pool] = self._demand.get(pool, 0) + count
         return self
 
+    def team(self, team: str | None) -> JobBuilder:
+        self._job = replace(self._job, team=team)
+        return self
+
     def reason(self, reason: str | None) -> JobBuilder:
         self._job = replace(self._job, reason=reason)
         return self
@@ -144,8 +148,9 @@ class QueueBuilder:
         reason: str | None = None,
         backoff_until: datetime | None = None,
         past_attempts: int = 0,
+        team: str | None = None,
     ) -> QueueBuilder:
-        builder = self._add(name, priority, needs).reason(reason).past_attempts(past_attempts)
+        builder = self._add(name, priority, needs).reason(reason).past_attempts(past_attempts).team(team)
         if backoff_until is not None:
             builder.backoff(backoff_until)
         return self
@@ -159,12 +164,15 @@ class QueueBuilder:
         backfill: bool = False,
         state: JobState = JobState.RUNNING,
         past_attempts: int = 0,
+        team: str | None = None,
     ) -> QueueBuilder:
-        self._add(name, priority, needs).past_attempts(past_attempts).live(state, started_at, backfill)
+        self._add(name, priority, needs).past_attempts(past_attempts).team(team).live(state, started_at, backfill)
         return self
 
-    def preempting(self, name: str, priority: int = 0, needs: Mapping[str, int] | None = None) -> QueueBuilder:
-        return self.running(name, priority, needs, state=JobState.PREEMPTING)
+    def preempting(
+        self, name: str, priority: int = 0, needs: Mapping[str, int] | None = None, team: str | None = None
+    ) -> QueueBuilder:
+        return self.running(name, priority, needs, state=JobState.PREEMPTING, team=team)
 
     def stopping(self, name: str, priority: int = 0, needs: Mapping[str, int] | None = None) -> QueueBuilder:
         return self.running(name, priority, needs, state=JobState.STOPPING)

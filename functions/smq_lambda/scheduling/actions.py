@@ -23,6 +23,8 @@ class PreemptJob:
     attempt: int
     for_job: str
     reason: str
+    history: str | None = None
+    """A note for the job's history, when this preemption changes how it is treated from now on."""
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,10 @@ class Ledger:
         """A start was decided: its instances are used from now on in this pass."""
         self._used.update(demand)
 
+    def claim_releasing(self, demand: Mapping[str, int]) -> None:
+        """A waiting job was promised instances on their way back: nobody else counts on them."""
+        self._releasing.subtract(demand)
+
     def release(self, jobs: Iterable[Job]) -> None:
         """Preemptions were decided: their instances count as on their way back."""
         for job in jobs:

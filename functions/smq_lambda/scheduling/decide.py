@@ -26,6 +26,10 @@ up the queue. Pools never block each other.
 Actions come out in the order they were decided (the starts, stops and wait of one job together),
 and later decisions in the pass see earlier ones: a start takes its instances, a preemption counts
 as releasing.
+
+With team quotas configured the pass is `quota_pass.QuotaPass` instead: the same verbs per team,
+then borrowing. Either pass orders pending jobs by their aged priority (see `aging`), and neither
+preempts for priority a job the preemption rules protect (see `preemption.protection`).
 """
 
 from __future__ import annotations
@@ -35,13 +39,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling import reasons
-from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.actions import Action
+from smq_lambda.scheduling.aging import Boost, aged
 from smq_lambda.scheduling.capacity import Ledger
-from smq_lambda.scheduling.preemption import is_reclaimable_by, select_targets
-from smq_lambda.scheduling.reasons import PoolView
+from smq_lambda.scheduling.pass_state import PassState, limited
+from smq_lambda.scheduling.preemption import select_targets
+from smq_lambda.scheduling.quota_pass import QuotaPass
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
@@ -61,30 +66,29 @@ def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[A
 def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Decision:
     """`decide`, with the heads the pass found."""
     ledger = Ledger.measure(snapshot, config)  # 1. measure usage
-    pending = order_pending(snapshot)  # 2. order pending jobs
-    scheduling_pass = _Pass(snapshot, now, config, ledger)
+    pending, boosts = aged(order_pending(snapshot), now, config.aging)
+    pending.sort(key=lambda job: job.order)  # 2. order pending jobs
+    if config.teams.enabled:
+        quota_pass = QuotaPass(snapshot, now, config, ledger, boosts)
+        quota_pass.run(pending)
+        return Decision(quota_pass.actions, {pool: job.name for pool, job in quota_pass.heads.items()})
+    scheduling_pass = _Pass(snapshot, now, config, ledger, boosts)
     for job in pending:  # 3, 4. admit, backfill, nominate preemptions, explain
         scheduling_pass.consider(job)
-    heads = {pool: job.name for pool, job in scheduling_pass.heads.items()}
-    return Decision(scheduling_pass.actions, heads)
+    return Decision(scheduling_pass.actions, {pool: job.name for pool, job in scheduling_pass.heads.items()})
 
 
 def order_pending(snapshot: Snapshot) -> list[Job]:
     return sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order)
 
 
-class _Pass:
-    """The state one pass builds up while it walks the pending jobs; dropped when the pass ends."""
+class _Pass(PassState):
+    """One priority order per pool (no quotas)."""
 
-    def __init__(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig, ledger: Ledger) -> None:
-        self.now = now
-        self.config = config
-        self.ledger = ledger
-        self.actions: list[Action] = []
-        self.heads: dict[str, Job] = {}
-        """Per blocked pool, the first job that waits for it."""
-        self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
-        """Live jobs not (yet) chosen for preemption in this pass."""
+    def __init__(
+        self, snapshot: Snapshot, now: datetime, config: SchedulerConfig, ledger: Ledger, boosts: Mapping[str, Boost]
+    ) -> None:
+        super().__init__(snapshot, now, config, ledger, boosts)
         self.stuck: set[str] = set()
         """Pools where a waiting job has no room even by preemption: later jobs start there only by
         backfill. In the other headed pools every waiting job has its instances kept for it (taken
@@ -92,47 +96,30 @@ class _Pass:
 
     def consider(self, job: Job) -> None:
         """Admit, backfill, nominate preemptions for, or explain one pending job (in queue order)."""
-        if self._skip(job):
+        if self.skip(job):
             return
         blocked = [pool for pool in job.demand if pool in self.heads]
         stuck = [pool for pool in blocked if pool in self.stuck]
         fits = self.ledger.fits(job.demand)
         if not blocked and fits:
-            self._admit(job, backfill=False, reason=reasons.fits(self._views(job.demand)))
+            self.admit(job, reason=reasons.fits(self.views(job.demand)))
         elif not stuck and not fits:
             self._nominate(job)
         elif not stuck and self.config.backfill:
             head = self.heads[blocked[0]]
-            self._admit(job, backfill=True, reason=reasons.beside_reserved(self._views(job.demand), head.name))
+            self.admit(job, backfill=True, reason=reasons.beside_reserved(self.views(job.demand), head.name))
         elif not stuck:
             self._queue(job)
             self.ledger.take(job.demand)
         elif self.config.backfill and fits:
             head = self.heads[stuck[0]]
-            self._admit(
-                job, backfill=True, reason=reasons.backfill(self._views(job.demand), head.name, self._shortfall(head))
-            )
+            reason = reasons.backfill(self.views(job.demand), head.name, self.shortfall(head))
+            self.admit(job, backfill=True, reason=reason)
         elif self.config.backfill:
             self._make_room_to_backfill(job, self.heads[stuck[0]])
         else:
             self._queue(job)
-            self._stick(job)
-
-    def _skip(self, job: Job) -> bool:
-        """Jobs that cannot run now whatever the others do are explained and block nothing."""
-        oversized = self.ledger.never_fits(job.demand)
-        if oversized is not None:
-            view = self._view(oversized, job.demand[oversized])
-            self._explain(job, reasons.never_fits(view, configured=oversized in self.config.pools))
-            return True
-        if job.not_before is not None and job.not_before > self.now:
-            self._explain(job, reasons.backoff(job.not_before, _refusal(job)))
-            return True
-        return False
-
-    def _admit(self, job: Job, *, backfill: bool, reason: str) -> None:
-        self.actions.append(StartJob(job.name, job.next_attempt_number, reason, backfill=backfill))
-        self.ledger.take(job.demand)
+            self.stuck.update(limited(job.demand, self.ledger))
 
     def _nominate(self, head: Job) -> None:
         """`head` does not fit and every job waiting ahead of it in its pools has its room: lower
@@ -141,80 +128,49 @@ class _Pass:
         only by backfill. Only the first job waiting for a pool gets its reason written; a reader
         of a later one is told its position (see the module docstring)."""
         self._queue(head)
-        shortfall = self._shortfall(head)
+        shortfall = self.shortfall(head)
         first = any(self.heads[pool] is head for pool in head.demand if pool in self.heads)
-        if shortfall and not self._preempt_for(head, shortfall):
-            short = next(iter(shortfall))
-            if first:
-                self._explain(head, reasons.no_room(self._view(short, head.demand[short])))
-            self._stick(head)
-            return
-        short_now = [
-            self._view(pool, count) for pool, count in head.demand.items() if not self.ledger.fits({pool: count})
-        ]
+        if shortfall:
+            protected = self._preempt_for(head, shortfall)
+            if protected is not None:
+                short = next(iter(shortfall))
+                if first:
+                    self.explain(head, reasons.no_room(self.view(short, head.demand[short]), protected))
+                self.stuck.update(limited(head.demand, self.ledger))
+                return
         if first:
-            self._explain(head, reasons.awaiting_release(short_now))
+            self.explain(head, reasons.awaiting_release(self.short_views(head.demand)))
         self.ledger.take(head.demand)
 
     def _make_room_to_backfill(self, job: Job, head: Job) -> None:
         """`job` waits behind a stuck head and does not fit: jobs it outranks are stopped so that it
         can be backfilled once they are gone. They rank below the head too, so their instances
         would not have let the head start."""
-        shortfall = self._shortfall(job)
-        if shortfall and not self._preempt_for(job, shortfall):
+        shortfall = self.shortfall(job)
+        if shortfall and self._preempt_for(job, shortfall) is not None:
             self._queue(job)
             return
-        self._explain(job, reasons.backfill_awaiting_release(self._views(job.demand), head.name))
+        self.explain(job, reasons.backfill_awaiting_release(self.views(job.demand), head.name))
         self.ledger.take(job.demand)
 
-    def _preempt_for(self, job: Job, shortfall: Mapping[str, int]) -> bool:
-        """Stop the fewest live jobs `job` may reclaim that cover `shortfall`; False when none do."""
-        candidates = [other for other in self.live.values() if is_reclaimable_by(other, job)]
+    def _preempt_for(self, job: Job, shortfall: Mapping[str, int]) -> int | None:
+        """Stop the fewest live jobs `job` may reclaim that cover `shortfall`. None when done; when
+        even all of them would not cover it, nothing is stopped and the count of the jobs the
+        preemption rules protected is returned."""
+        candidates, protected = self.priority_candidates(job)
         targets = select_targets(shortfall, candidates)
         if targets is None:
-            return False
-        for target in targets:
-            reason = reasons.preempted(job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill)
-            self.actions.append(PreemptJob(target.name, _attempt(target), job.name, reason))
-            del self.live[target.name]
-        self.ledger.release(targets)
-        return True
-
-    def _stick(self, job: Job) -> None:
-        self.stuck.update(pool for pool in job.demand if self.ledger.capacity(pool) is not None)
+            return protected
+        self.preempt(
+            targets,
+            job,
+            lambda target: reasons.preempted(
+                job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill
+            ),
+        )
+        return None
 
     def _queue(self, job: Job) -> None:
         """`job` waits: it heads every limited pool not yet headed."""
-        for pool in job.demand:
-            if self.ledger.capacity(pool) is not None:
-                self.heads.setdefault(pool, job)
-
-    def _shortfall(self, job: Job) -> dict[str, int]:
-        """Instances per pool `job` still lacks once the stops in flight land."""
-        return {
-            pool: missing
-            for pool, count in job.demand.items()
-            if (missing := self.ledger.shortfall(pool, count, counting_releasing=True)) > 0
-        }
-
-    def _explain(self, job: Job, reason: str) -> None:
-        if reason != job.reason:
-            self.actions.append(ExplainWait(job.name, reason))
-
-    def _view(self, pool: str, need: int) -> PoolView:
-        return PoolView(pool, need, self.ledger.free(pool), self.ledger.capacity(pool), self.ledger.releasing(pool))
-
-    def _views(self, demand: Mapping[str, int]) -> list[PoolView]:
-        return [self._view(pool, count) for pool, count in demand.items()]
-
-
-def _attempt(job: Job) -> int:
-    attempt = job.current_attempt
-    assert attempt is not None, "reclaimable jobs have an attempt"
-    return attempt.number
-
-
-def _refusal(job: Job) -> str | None:
-    """Why the last start was refused, kept in the backoff reason so the cause stays visible."""
-    attempt = job.current_attempt
-    return attempt.reason if attempt is not None and attempt.outcome == AttemptOutcome.REFUSED else None
+        for pool in limited(job.demand, self.ledger):
+            self.heads.setdefault(pool, job)

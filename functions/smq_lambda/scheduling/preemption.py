@@ -7,6 +7,10 @@ Preemption candidates are ordered by, in turn:
 3. least work lost first: the latest start of the current attempt (its freshest progress);
 4. name, so equal candidates always come out in the same order.
 
+Jobs that ran less than the minimum runtime, or were preempted `max_preemptions` times already, are
+protected from preemption for priority (see `protection`); a backfilled job reclaimed by a job ahead
+of it and a job borrowing another team's quota are never protected: they ran on lent capacity.
+
 Candidates are taken in that order until every short pool is covered, then the chosen ones are
 walked in reverse and any whose removal still leaves every pool covered is dropped (Kueue's
 add-back step), so the result is minimal: removing any one target leaves a pool short.
@@ -15,9 +19,12 @@ add-back step), so the result is minimal: removing any one target leaves a pool 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.teams import PreemptionRules
 
 RECLAIMABLE_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
 """Live states whose instances are not yet on their way back."""
@@ -29,6 +36,21 @@ def is_reclaimable_by(candidate: Job, head: Job) -> bool:
     if candidate.state not in RECLAIMABLE_STATES or candidate.current_attempt is None:
         return False
     return candidate.priority < head.priority or (candidate.is_backfill and candidate.order > head.order)
+
+
+def protection(candidate: Job, now: datetime, rules: PreemptionRules) -> str | None:
+    """Why `candidate` may not be stopped for a higher-priority job, in words; None when it may."""
+    attempt = candidate.current_attempt
+    if attempt is not None and now - attempt.started_at < timedelta(seconds=rules.min_runtime_s):
+        return f"started less than {_duration(rules.min_runtime_s)} ago"
+    preemptions = candidate.attempt_outcomes.get(AttemptOutcome.PREEMPTED, 0)
+    if rules.max_preemptions is not None and preemptions >= rules.max_preemptions:
+        return f"preempted {preemptions} times already"
+    return None
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
 
 
 def candidate_order(job: Job) -> tuple[bool, int, float, str]:

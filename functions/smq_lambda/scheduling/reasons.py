@@ -79,10 +79,16 @@ def awaiting_release(views: Sequence[PoolView]) -> str:
     return f"waiting for {' and '.join(parts)} being released by stopping jobs"
 
 
-def no_room(view: PoolView) -> str:
+def no_room(view: PoolView, protected: int = 0) -> str:
+    shielded = (
+        f"; {count(protected, 'lower-priority job')} protected by the preemption rules (minimum runtime, "
+        f"max_preemptions) may not be stopped"
+        if protected
+        else ""
+    )
     return (
         f"needs {count(view.need, 'instance')} of {view.pool}, {view.shown_free} free, {view.releasing} being "
-        f"released; stopping every lower-priority job would not make room"
+        f"released; stopping every lower-priority job would not make room{shielded}"
     )
 
 

@@ -1,0 +1,61 @@
+"""Anti-starvation: a pending job's priority rises with its wait, up to a cap (off by default).
+
+The boost is whole points: `floor(hours waited × per_hour)`, at most `cap`. The wait counts from
+submission, or from the end of the job's last attempt (a preempted job ages again from when it
+stopped, not from when it was first submitted). Only pending jobs age: a running job keeps its
+priority, so an aged job may preempt a running job it now outranks, as any higher-priority job
+may. Each point the job gains changes its written reason once, so aging costs at most `cap`
+writes per job.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.teams import Aging
+
+
+@dataclass(frozen=True)
+class Boost:
+    """How much a job aged: `points` added to its own `priority` after waiting `hours`."""
+
+    priority: int
+    points: int
+    hours: float
+
+    def describe(self) -> str:
+        return f"priority {self.priority} + {self.points} for waiting {self.hours:.1f}h (aging)"
+
+
+def waiting_since(job: Job) -> datetime:
+    attempt = job.current_attempt
+    if attempt is not None and attempt.ended_at is not None:
+        return max(attempt.ended_at, job.submitted_at)
+    return job.submitted_at
+
+
+def boost(job: Job, now: datetime, aging: Aging) -> Boost | None:
+    """The boost `job` has earned at `now`; None when it has none."""
+    if not aging.enabled:
+        return None
+    hours = max((now - waiting_since(job)).total_seconds(), 0.0) / 3600
+    points = min(math.floor(hours * aging.per_hour), aging.cap)
+    return Boost(job.priority, points, hours) if points > 0 else None
+
+
+def aged(jobs: list[Job], now: datetime, aging: Aging) -> tuple[list[Job], dict[str, Boost]]:
+    """`jobs` with each boost added to its priority (for ordering and preemption), and the boosts
+    by job name (for the reasons)."""
+    boosts: dict[str, Boost] = {}
+    result = []
+    for job in jobs:
+        earned = boost(job, now, aging)
+        if earned is None:
+            result.append(job)
+        else:
+            boosts[job.name] = earned
+            result.append(replace(job, priority=job.priority + earned.points))
+    return result, boosts

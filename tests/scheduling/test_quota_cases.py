@@ -1,0 +1,223 @@
+"""Table-driven passes with team quotas: lending, borrowing limits, reclaim whatever the priority,
+fair share among borrowers, priority inside a team, and the preemption rules' protection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+import pytest
+from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.snapshot import SchedulerConfig
+
+from .builders import NOW, P5, QueueBuilder, queue
+from .test_decide_cases import summary
+
+LEND = Sharing.LEND
+RESERVE = Sharing.RESERVE
+
+
+def quotas(
+    capacity: int,
+    preemption: PreemptionRules = QUOTA_PREEMPTION_DEFAULTS,
+    **teams: int | tuple[int, Sharing] | tuple[int, Sharing, int],
+) -> SchedulerConfig:
+    """`quotas(2, a=1, b=(1, LEND))`: a p5 pool of `capacity`; per team its quota, sharing, borrow limit."""
+    built = {}
+    for team, spec in teams.items():
+        count, sharing, limit = (*spec, None)[:3] if isinstance(spec, tuple) else (spec, Sharing.LEND_AND_BORROW, None)
+        built[team] = Quota(instances={P5: count}, sharing=sharing, borrow_limit=limit)
+    return SchedulerConfig(pools={P5: capacity}, teams=Teams(quotas=built), preemption=preemption)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    config: SchedulerConfig
+    queue: QueueBuilder
+    expect: list[str]
+    usage: dict[str, float] = field(default_factory=dict)
+
+
+RECENT = NOW - timedelta(minutes=5)
+
+CASES = [
+    Case(
+        "each team starts within its own quota",
+        quotas(2, a=1, b=1),
+        queue().pending("a1", team="a").pending("a2", team="a").pending("b1", team="b"),
+        ["start a1", "start b1", "wait a2"],
+    ),
+    Case(
+        "idle quota is lent: a borrows b's",
+        quotas(2, a=1, b=1),
+        queue().running("a1", team="a").pending("a2", team="a"),
+        ["start a2"],
+    ),
+    Case(
+        "reclaim: a lower-priority job of the lender preempts a higher-priority borrower",
+        quotas(2, a=1, b=1),
+        queue().running("a1", 5, team="a").running("a2", 5, team="a").pending("b1", 0, team="b"),
+        ["preempt a2 for b1", "wait b1"],
+    ),
+    Case(
+        "reclaim ignores the minimum runtime: the borrower started a minute ago",
+        quotas(2, a=1, b=1),
+        queue()
+        .running("a1", team="a")
+        .running("a2", team="a", started_at=NOW - timedelta(minutes=1))
+        .pending("b1", team="b"),
+        ["preempt a2 for b1", "wait b1"],
+    ),
+    Case(
+        "reclaim counts stops in flight",
+        quotas(2, a=1, b=1),
+        queue().running("a1", team="a").preempting("a2", team="a").pending("b1", team="b"),
+        ["wait b1"],
+    ),
+    Case(
+        "reclaim never takes a team below its quota",
+        quotas(3, a=2, b=1),
+        queue().running("a1", team="a").running("a2", team="a").running("u1").pending("b1", team="b"),
+        ["preempt u1 for b1", "wait b1"],
+    ),
+    Case(
+        "borrow limit: a may borrow 1 and already does",
+        quotas(4, a=(1, Sharing.LEND_AND_BORROW, 1), b=(3, LEND)),
+        queue().running("a1", team="a").running("a2", team="a").pending("a3", team="a"),
+        ["wait a3"],
+    ),
+    Case(
+        "a lending team does not borrow",
+        quotas(2, a=1, b=(1, LEND)),
+        queue().running("b1", team="b").pending("b2", team="b"),
+        ["wait b2"],
+    ),
+    Case(
+        "a reserving team's idle quota is not lent",
+        quotas(2, a=(1, RESERVE), b=1),
+        queue().running("b1", team="b").pending("b2", team="b"),
+        ["wait b2"],
+    ),
+    Case(
+        "fair share: the team that used less lately borrows first, whatever the priority",
+        quotas(3, a=1, b=1, c=(1, LEND)),
+        queue().running("a1", team="a").running("b1", team="b").pending("a2", 9, team="a").pending("b2", 0, team="b"),
+        ["start b2", "preempt a1 for a2", "wait a2"],
+        usage={"a": 100_000.0, "b": 10.0},
+    ),
+    Case(
+        "fair share with equal history: the team holding less of its quota borrows first",
+        quotas(5, a=1, b=2, c=(2, LEND)),
+        queue()
+        .running("a1", team="a")
+        .running("b1", team="b")
+        .running("b2", team="b")
+        .running("b3", team="b")
+        .pending("b4", 9, team="b")
+        .pending("a2", team="a"),
+        ["start a2", "preempt b3 for b4", "wait b4"],
+    ),
+    Case(
+        "priority inside a team: a's higher-priority job preempts a's lower one",
+        quotas(2, a=1, b=1),
+        queue().running("a1", 0, team="a").running("b1", 0, team="b").pending("a2", 5, team="a"),
+        ["preempt a1 for a2", "wait a2"],
+    ),
+    Case(
+        "priority never crosses teams: b's job of lower priority within its quota is not touched",
+        quotas(2, a=1, b=1),
+        queue().running("a1", 9, team="a").running("b1", 0, team="b").pending("a2", 5, team="a"),
+        ["wait a2"],
+    ),
+    Case(
+        "the minimum runtime protects a job from priority preemption",
+        quotas(2, a=1, b=1),
+        queue().running("a1", 0, team="a", started_at=RECENT).running("b1", team="b").pending("a2", 5, team="a"),
+        ["wait a2"],
+    ),
+    Case(
+        "a job preempted max_preemptions times is not preempted again for priority",
+        quotas(2, a=1, b=1),
+        queue().running("a1", 0, team="a", past_attempts=3).running("b1", team="b").pending("a2", 5, team="a"),
+        ["wait a2"],
+    ),
+    Case(
+        "no protection when the rules are off",
+        quotas(2, PreemptionRules(), a=1, b=1),
+        queue()
+        .running("a1", 0, team="a", started_at=RECENT, past_attempts=3)
+        .running("b1", team="b")
+        .pending("a2", 5, team="a"),
+        ["preempt a1 for a2", "wait a2"],
+    ),
+    Case(
+        "jobs of no known team use the remainder, then borrow idle quota",
+        quotas(3, a=1),
+        queue().pending("u1").pending("u2", team="nobody").pending("u3"),
+        ["start u1", "start u2", "start u3"],
+    ),
+    Case(
+        "a team's order is strict: its small job waits behind its first waiting job",
+        quotas(3, a=2, b=1),
+        queue().running("b1", team="b").pending("a1", needs={P5: 3}, team="a").pending("a2", team="a"),
+        ["wait a1"],
+    ),
+    Case(
+        "a job larger than its team may ever hold holds back nothing",
+        quotas(3, a=(2, LEND), b=1),
+        queue().running("b1", team="b").pending("a1", needs={P5: 3}, team="a").pending("a2", team="a"),
+        ["wait a1", "start a2"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_quota_pass(case: Case) -> None:
+    snapshot = replace(case.queue.build(), team_usage=case.usage)
+
+    actions = decide(snapshot, NOW, case.config)
+
+    assert [summary(action) for action in actions] == case.expect
+
+
+def reasons_of(actions: list, kind: type) -> dict[str, str]:
+    return {action.job_name: action.reason for action in actions if isinstance(action, kind)}
+
+
+def test_every_reason_names_the_rule_that_applied() -> None:
+    config = quotas(3, a=1, b=(1, LEND), c=(1, RESERVE))
+    borrow = decide(queue().running("a1", team="a").pending("a2", team="a").build(), NOW, config)
+    reclaim = decide(
+        queue().running("a1", team="a").running("a2", 9, team="a").pending("b1", team="b").build(), NOW, config
+    )
+
+    assert reasons_of(borrow, StartJob)["a2"].startswith(f"borrowing 1 of b's {P5} idle quota")
+    preempted = reasons_of(reclaim, PreemptJob)["a2"]
+    assert preempted.startswith(f"reclaimed for b/b1: a was borrowing {P5} beyond its quota")
+    assert "whatever their priority" in preempted
+    assert reasons_of(reclaim, ExplainWait)["b1"].startswith("within b's quota; waiting for 1 instance")
+
+
+def test_a_team_at_its_quota_is_told_why_it_cannot_borrow() -> None:
+    config = quotas(2, a=1, b=(1, RESERVE))
+    actions = decide(queue().running("a1", 9, team="a").pending("a2", team="a").build(), NOW, config)
+
+    assert reasons_of(actions, ExplainWait)["a2"] == (
+        f"a would be 1 instance of {P5} beyond its quota and cannot borrow: 1 {P5} free, 1 of them idle quota "
+        f"that other teams reserve; no lower-priority job of a can make room"
+    )
+
+
+def test_the_preemption_that_uses_up_the_budget_is_noted_in_the_history() -> None:
+    config = quotas(2, a=1, b=1)
+    actions = decide(
+        queue().running("a1", 0, team="a", past_attempts=2).running("b1", team="b").pending("a2", 5, team="a").build(),
+        NOW,
+        config,
+    )
+
+    preempt = next(action for action in actions if isinstance(action, PreemptJob))
+    assert preempt.history is not None and "preempted 3 times (max_preemptions 3)" in preempt.history

@@ -1,0 +1,183 @@
+"""Properties of passes with team quotas over random queues (hypothesis).
+
+* no over-commit: starts fit the free instances;
+* teams stay within quota + borrow limit, and teams that do not borrow within their quota;
+* the idle quota of reserving teams is never started on by others;
+* a preempted job is either of the same team and of lower priority (and not protected), or of a
+  team running beyond its quota (a reclaim);
+* a team with pending work and unused quota waits only for stops in flight: when its first job
+  fits its idle quota, every pass until a job of the team starts leaves stops in flight, and one
+  starts within a few passes (a job of its own that was being stopped may come back ahead of it,
+  and another team with idle quota may take the free instance first and leave it the reclaim).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.scheduling.actions import PreemptJob, StartJob
+from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.preemption import protection
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+
+from .builders import NOW, P5, T0, JobBuilder, apply, event
+
+TEAMS = ["a", "b", "c"]
+
+
+@st.composite
+def quota_configs(draw: st.DrawFn) -> SchedulerConfig:
+    capacity = draw(st.integers(1, 6))
+    quotas, left = {}, capacity
+    for team in TEAMS:
+        share = draw(st.integers(0, left))
+        left -= share
+        limit = draw(st.none() | st.integers(0, 3))
+        sharing = draw(st.sampled_from(list(Sharing)))
+        quotas[team] = Quota({P5: share}, sharing, limit if sharing is Sharing.LEND_AND_BORROW else None)
+    rules = draw(st.sampled_from([PreemptionRules(), QUOTA_PREEMPTION_DEFAULTS]))
+    return SchedulerConfig(pools={P5: capacity}, teams=Teams(quotas=quotas), preemption=rules)
+
+
+@st.composite
+def quota_snapshots(draw: st.DrawFn, config: SchedulerConfig) -> Snapshot:
+    """Up to 10 jobs of teams a, b, c or none; live jobs never over-commit the pool."""
+    jobs, held = [], 0
+    for number in range(draw(st.integers(0, 10))):
+        builder = JobBuilder(f"job{number}", T0 + timedelta(minutes=draw(st.integers(0, 20))))
+        builder.priority(draw(st.integers(0, 3))).team(draw(st.sampled_from([*TEAMS, None, "x"])))
+        need = draw(st.integers(1, 3))
+        builder.needs(need, P5).past_attempts(draw(st.integers(0, 3)))
+        state = draw(st.sampled_from([JobState.PENDING] * 3 + [JobState.RUNNING] * 3 + [JobState.PREEMPTING]))
+        if state is not JobState.PENDING:
+            if held + need > config.pools[P5]:
+                continue
+            held += need
+            builder.live(state, NOW - timedelta(minutes=draw(st.integers(0, 60))))
+        jobs.append(builder.build())
+    usage = draw(st.dictionaries(st.sampled_from(TEAMS), st.floats(0, 1e6)))
+    return Snapshot(jobs=tuple(jobs), team_usage=usage)
+
+
+def team_of(config: SchedulerConfig, job) -> str:
+    return config.teams.team_of(job.team)
+
+
+def claims(config: SchedulerConfig, snapshot: Snapshot) -> Counter[str]:
+    """Instances per team held by live jobs not on their way back."""
+    held: Counter[str] = Counter()
+    for job in snapshot.jobs:
+        if job.state in LIVE_STATES and job.state not in RELEASING_STATES:
+            held[team_of(config, job)] += job.demand[P5]
+    return held
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[SchedulerConfig, Snapshot]:
+    config = draw(quota_configs())
+    return config, draw(quota_snapshots(config))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_a_pass_with_quotas_keeps_the_rules(case: tuple[SchedulerConfig, Snapshot]) -> None:
+    config, snapshot = case
+    jobs = {job.name: job for job in snapshot.jobs}
+    actions = decide(snapshot, NOW, config)
+    after = apply(snapshot, actions, NOW)
+    capacity = config.pools[P5]
+    used_after = sum(job.demand[P5] for job in after.jobs if job.state in LIVE_STATES)
+    started = [action for action in actions if isinstance(action, StartJob)]
+
+    if started:
+        assert used_after <= capacity
+    before, now_held = claims(config, snapshot), claims(config, after)
+    for action in started:
+        team = team_of(config, jobs[action.job_name])
+        quota = config.teams.quota(team, P5, capacity)
+        sharing, limit = config.teams.sharing(team), config.teams.borrow_limit(team)
+        allowed = quota if not sharing.borrows else quota + (limit if limit is not None else capacity)
+        assert now_held[team] <= max(allowed, before[team] + 0), (team, now_held, allowed)
+    if started:
+        free_after = capacity - used_after
+        reserved = sum(
+            max((config.teams.quota(team, P5, capacity) or 0) - now_held[team], 0)
+            for team in config.teams.names()
+            if not config.teams.sharing(team).lends
+        )
+        reserved_before = sum(
+            max((config.teams.quota(team, P5, capacity) or 0) - before[team], 0)
+            for team in config.teams.names()
+            if not config.teams.sharing(team).lends
+        )
+        if capacity - sum(j.demand[P5] for j in snapshot.jobs if j.state in LIVE_STATES) >= reserved_before:
+            assert free_after >= reserved or any(
+                team_of(config, jobs[a.job_name]) in config.teams.quotas
+                and not config.teams.sharing(team_of(config, jobs[a.job_name])).lends
+                for a in started
+            )
+    for action in actions:
+        if isinstance(action, PreemptJob):
+            target, head = jobs[action.job_name], jobs[action.for_job]
+            target_team, head_team = team_of(config, target), team_of(config, head)
+            if target_team == head_team:
+                assert target.priority < head.priority
+                assert protection(target, NOW, config.preemption) is None
+            else:
+                assert before[target_team] > (config.teams.quota(target_team, P5, capacity) or 0)
+
+
+def land_stops(snapshot: Snapshot) -> Snapshot:
+    """Every stop in flight lands: preempting jobs wait again."""
+    for job in snapshot.jobs:
+        if job.state in RELEASING_STATES:
+            snapshot = event(snapshot, job.name, NOW, to=JobState.PENDING)
+    return snapshot
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_a_team_with_idle_quota_waits_at_most_for_the_stops_in_flight(
+    case: tuple[SchedulerConfig, Snapshot],
+) -> None:
+    config, snapshot = case
+    capacity = config.pools[P5]
+    held = claims(config, snapshot)
+    pending = sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order)
+    firsts = {}
+    for job in pending:
+        firsts.setdefault(team_of(config, job), job)
+    promised = [
+        job
+        for team, job in firsts.items()
+        if job.demand[P5] <= capacity and held[team] + job.demand[P5] <= (config.teams.quota(team, P5, capacity) or 0)
+    ]
+
+    waiting = {team_of(config, job) for job in promised}
+    for _ in range(4):
+        snapshot = apply(snapshot, decide(snapshot, NOW, config), NOW)
+        waiting -= {team_of(config, job) for job in snapshot.jobs if job.state is JobState.STARTING}
+        if not waiting:
+            return
+        assert any(job.state in RELEASING_STATES for job in snapshot.jobs), waiting
+        snapshot = land_stops(snapshot)
+    raise AssertionError(f"{waiting} still wait after four passes")
+
+
+def test_the_generators_reach_reclaims_and_borrowing() -> None:
+    """The strategies above are not vacuous: a fixed example of each rule they must reach."""
+    config = SchedulerConfig(pools={P5: 2}, teams=Teams(quotas={"a": Quota({P5: 1}), "b": Quota({P5: 1})}))
+    borrower = JobBuilder("a2", T0).team("a").needs(1, P5).live(JobState.RUNNING, NOW - timedelta(hours=1)).build()
+    owner = JobBuilder("a1", T0).team("a").needs(1, P5).live(JobState.RUNNING, NOW - timedelta(hours=2)).build()
+    lender = JobBuilder("b1", T0 + timedelta(minutes=1)).team("b").needs(1, P5).build()
+
+    actions = decide(Snapshot(jobs=(owner, borrower, lender)), NOW, config)
+
+    assert [type(action).__name__ for action in actions] == ["PreemptJob", "ExplainWait"]
+    assert replace(actions[0], reason="") == PreemptJob("a2", 1, "b1", "")
