@@ -118,8 +118,12 @@ class ScanStore(DynamoJobStore):
         live = [job for job in self._scan_active() if job.state in LIVE_STATES]
         return InUse(live=live, outside={}, pools=frozenset({POOL}))
 
-    def pending_window(self, pool: str, limit: int) -> list[Job]:
-        return [job for job in self._scan_active() if job.state is JobState.PENDING and job.pool == pool]
+    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+        return [
+            job
+            for job in self._scan_active()
+            if job.state is JobState.PENDING and job.pool == pool and (team is None or (job.team or "") == team)
+        ]
 
 
 class NoSageMaker:

@@ -14,6 +14,12 @@ targets, checked on smq with backfill on:
 3. p95 wait of the top priority class at most a tenth of fifo's;
 4. work lost to a preemption at most one checkpoint interval of the preempted job, every time.
 
+Then, per seed, the `teams` workload (two teams, bursty, one pool of 8 with quotas of 4 each)
+with its quotas and without them (the same document less "quotas", measured against the same
+quotas), with the per-team figures and the ratio of each no-quota figure to the one with quotas;
+its targets, with quotas: quota kept at least 0.99 for every team, and both teams borrowed and
+lent idle quota.
+
 Last, the spot workload (fallback to on-demand against none) and the Kueue-shaped load (no start
 delay: its jobs last a second) under smq, for reference.
 """
@@ -26,8 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from smq.simulate.report import metrics_table
-from smq.simulate.workloads import kueue, mixed, spot
+from smq.simulate.report import metrics_table, team_table
+from smq.simulate.workloads import Workload, kueue, mixed, spot, teams
+from smq_lambda.domain.config_document import parse_config_document
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
@@ -98,12 +105,57 @@ def main() -> int:
             "metrics": {label: result.metrics for label, result in results.items()},
             "targets": met,
         }
+    report["teams"] = {str(seed): teams_case(teams(seed), Timing(seed=seed), seed) for seed in args.seeds}
     report["spot"] = reference("spot workload, seed 7", spot(7), Timing(seed=7), compare_policies=True)
     report["kueue"] = reference("Kueue-shaped load, 3 pools, no start delay", kueue(0), Timing(0, 0))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def teams_case(workload: Workload, timing: Timing, seed: int) -> dict[str, Any]:
+    document = parse_config_document(workload.config, source="teams")
+    quotas = SchedulerConfig(pools=document.pools, teams=document.teams, preemption=document.preemption)
+    plain = parse_config_document({"pools": workload.pools}, source="teams without quotas")
+    without = SchedulerConfig(pools=plain.pools, preemption=plain.preemption)
+    results = {
+        "smq, quotas": simulate(workload.jobs, quotas, PolicyName.SMQ, timing),
+        "smq, no quotas": simulate(workload.jobs, without, PolicyName.SMQ, timing, teams=document.teams),
+    }
+    metrics = {label: result.metrics for label, result in results.items()}
+    print(f"\n## Two teams, bursty load, seed {seed}: {len(workload.jobs)} jobs, pools {workload.pools}\n")
+    print(metrics_table(metrics))
+    print()
+    print(team_table(metrics))
+    with_quotas, baseline = metrics["smq, quotas"]["teams"], metrics["smq, no quotas"]["teams"]
+    ratios = {}
+    print()
+    for team, figures in with_quotas.items():
+        pool = next(iter(figures["pools"]))
+        ratios[team] = {
+            "wait p50": _ratio(baseline[team]["wait_s"]["p50"], figures["wait_s"]["p50"]),
+            "wait p95": _ratio(baseline[team]["wait_s"]["p95"], figures["wait_s"]["p95"]),
+            "quota kept": _ratio(baseline[team]["pools"][pool]["quota_kept"], figures["pools"][pool]["quota_kept"]),
+        }
+        print(f"- {team}, no quotas / quotas: " + ", ".join(f"{key} {value}" for key, value in ratios[team].items()))
+    kept = min(figures["pools"][pool]["quota_kept"] for figures in with_quotas.values() for pool in figures["pools"])
+    shared = min(
+        min(shares["borrowed_instance_s"], shares["lent_instance_s"])
+        for figures in with_quotas.values()
+        for shares in figures["pools"].values()
+    )
+    met = {
+        "quota kept >= 0.99 for every team": {"value": kept, "met": kept >= 0.99},
+        "every team borrowed and lent (instance-s, least)": {"value": shared, "met": shared > 0},
+    }
+    for name, verdict in met.items():
+        print(f"- {name}: {verdict['value']} {'MET' if verdict['met'] else 'MISSED'}")
+    return {"metrics": metrics, "no_quotas_over_quotas": ratios, "targets": met}
+
+
+def _ratio(value: float, base: float) -> float | None:
+    return round(value / base, 3) if base else None
 
 
 def reference(title: str, workload: Any, timing: Timing, *, compare_policies: bool = False) -> dict[str, Any]:

@@ -219,6 +219,10 @@ class SmqApiClient:
     def list_pools(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/pools").get("pools") or ())
 
+    def get_quotas(self) -> dict[str, Any]:
+        """GET /quotas as answered: `{"teams": [...], "team_tag", "measured_at"}`."""
+        return self._call("GET", "/quotas")
+
     # ------------------------------------------------------------------ transport
 
     def signed_request(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 import botocore.exceptions
 
 from smq.api_client import SmqApiClient
-from smq.jobs import TERMINAL_STATES, current_attempt, now_utc
+from smq.jobs import TERMINAL_STATES, current_attempt, estimated_start, now_utc, starts_in
 from smq.logs import AttemptLogs
 from smq.sdk_helpers import ColorWrap, secondary_training_status_changed, secondary_training_status_message
 
@@ -181,9 +182,10 @@ def _attempt_changes(previous: Mapping[str, Any], job: Mapping[str, Any]) -> lis
 
 def _position_change(previous: Mapping[str, Any], job: Mapping[str, Any]) -> list[str]:
     moved = (previous.get("position"), previous.get("reason")) != (job.get("position"), job.get("reason"))
-    if job["state"] != "pending" or not moved:
+    newly_estimated = _estimate(previous) is None and _estimate(job) is not None
+    if job["state"] != "pending" or not (moved or newly_estimated):
         return []
-    return [f"{job['name']} is at position {job.get('position')} in {job['pool']}{_reason(job)}"]
+    return [f"{job['name']} is at position {job.get('position')} in {job['pool']}{_reason(job)}{_starts(job)}"]
 
 
 def _state_line(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> list[str]:
@@ -194,7 +196,7 @@ def _state_line(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> l
     reason = _reason(job)
     if state == "pending":
         again = "back in the queue" if previous is not None and attempt else "pending"
-        return [f"{name} is {again} at position {job.get('position')} in {job['pool']}{reason}"]
+        return [f"{name} is {again} at position {job.get('position')} in {job['pool']}{reason}{_starts(job)}"]
     if state == "starting" and previous is None:
         return [f"starting attempt {number} of {name} as SageMaker training job {job.get('training_job_name')}"]
     if state == "running":
@@ -211,6 +213,18 @@ def _state_line(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> l
 
 def _reason(job: Mapping[str, Any]) -> str:
     return f": {job['reason']}" if job.get("reason") else ""
+
+
+def _estimate(job: Mapping[str, Any]) -> datetime | None:
+    """When the queue expects the pending job to start, if it can tell."""
+    estimate = estimated_start(job)
+    return estimate[0] if estimate is not None else None
+
+
+def _starts(job: Mapping[str, Any]) -> str:
+    """`; estimated start in 2h10m` when the queue can tell."""
+    at = _estimate(job)
+    return f"; estimated start {starts_in(at, now_utc())}" if at is not None else ""
 
 
 def billing_lines(descriptions: list[dict[str, Any]], job: Mapping[str, Any]) -> list[str]:

@@ -177,3 +177,17 @@ def queued_message(job: Mapping[str, Any], request: Mapping[str, Any]) -> str:
     if hyperparameters:
         text += "; hyperparameters " + ", ".join(f"{key}={value!r}" for key, value in hyperparameters.items())
     return text
+
+
+def estimated_start(job: Mapping[str, Any]) -> tuple[datetime | None, str] | None:
+    """When the queue expects a pending job to start (None: it cannot tell) and what it assumed;
+    None when the job is not pending or the last scheduling pass did not estimate it."""
+    estimate = job.get("estimated_start")
+    if job.get("state") != "pending" or not isinstance(estimate, Mapping):
+        return None
+    return parse_time(estimate.get("at")), str(estimate.get("assumed") or "")
+
+
+def starts_in(at: datetime, now: datetime) -> str:
+    """`in 2h10m`, or `any moment now` once the estimated time has come."""
+    return f"in {describe_age(now, at)}" if at > now else "any moment now"

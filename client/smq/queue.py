@@ -52,6 +52,11 @@ class QueuedJob:
         return str(self._job["pool"])
 
     @property
+    def team(self) -> str | None:
+        """The value of the job's team tag; None without one."""
+        return self._job.get("team")
+
+    @property
     def position(self) -> int | None:
         """1-based place among the pending jobs of its pool; None unless pending."""
         return self._job.get("position")
@@ -195,6 +200,12 @@ class TrainingQueue:
     def pools(self) -> list[dict[str, Any]]:
         """Capacity, instances in use and pending jobs of every pool."""
         return self.api.list_pools()
+
+    def quotas(self) -> dict[str, Any]:
+        """Each team's quota, use, borrowing, lending and pending jobs per pool, as GET /quotas
+        answers: `{"teams": [...], "team_tag": ..., "measured_at": ...}` (`teams` is empty when
+        no quota is configured)."""
+        return self.api.get_quotas()
 
 
 def training_request(

@@ -155,7 +155,13 @@ class TeamMeasure:
     borrowed: int
     """Instances it holds beyond its quota: max(in_use - quota, 0)."""
     lent: int
-    """Instances of its idle quota that other teams' jobs run on."""
+    """Instances of its idle quota that other teams' jobs run on (see service/team_measures.py)."""
+    pending: int = 0
+    """Its pending jobs listed under the pool that the pass saw: capped by the pass's window, so a
+    lower bound (GET /quotas counts them when asked)."""
+    longest_wait_s: float | None = None
+    """The longest wait among those jobs (from submission, or from the end of the last attempt);
+    None when the pass saw none."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,8 @@ class StartEstimate:
 
     job_name: str
     at: datetime | None
-    """None: it does not start within the replay's horizon."""
+    """None: the replay cannot tell, and `assumed` says why (it does not start within the replay's
+    horizon, it waits for a job of unknown duration, or it can never start as configured)."""
     assumed: str
     """What the replay assumed, in a sentence a user reads (durations and their sources)."""
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from smq_lambda.domain.model import Attempt, Change
 from smq_lambda.service.queue_api import CurrentPools, PositionedJob, PositionedPage
+from smq_lambda.service.quotas import CurrentQuotas
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -40,7 +41,7 @@ def change_view(change: Change) -> dict[str, Any]:
 def job_view(entry: PositionedJob) -> dict[str, Any]:
     job = entry.job
     attempt = job.current_attempt
-    return {
+    view: dict[str, Any] = {
         "name": job.name,
         "job_id": job.job_id,
         "state": str(job.state),
@@ -49,6 +50,7 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "instances": job.instances,
         "demand": dict(job.demand),
         "owner": job.owner,
+        "team": job.team,
         "submitted_at": timestamp(job.submitted_at),
         "updated_at": timestamp(job.updated_at or job.submitted_at),
         "reason": entry.reason,
@@ -60,6 +62,14 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
         "history": [change_view(change) for change in job.history],
         "earlier_job_ids": list(job.earlier_job_ids),
     }
+    estimate = entry.estimated_start
+    if estimate is not None:
+        view["estimated_start"] = {
+            "at": timestamp(estimate.at),
+            "assumed": estimate.assumed,
+            "computed_at": timestamp(estimate.computed_at),
+        }
+    return view
 
 
 def page_view(page: PositionedPage) -> dict[str, Any]:
@@ -78,6 +88,27 @@ def pools_view(current: CurrentPools) -> dict[str, Any]:
             }
             for usage in current.pools
         ],
+        "measured_at": timestamp(current.measured_at),
+    }
+
+
+def quotas_view(current: CurrentQuotas) -> dict[str, Any]:
+    return {
+        "teams": [
+            {
+                "team": row.team,
+                "pool": row.pool,
+                "quota": row.quota,
+                "in_use": row.in_use,
+                "borrowed": row.borrowed,
+                "lent": row.lent,
+                "pending": row.pending,
+                "sharing": str(row.sharing),
+                "borrow_limit": row.borrow_limit,
+            }
+            for row in current.teams
+        ],
+        "team_tag": current.team_tag,
         "measured_at": timestamp(current.measured_at),
     }
 

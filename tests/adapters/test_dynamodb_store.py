@@ -38,6 +38,7 @@ from smq_lambda.adapters.item_codec import (
 )
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
 from smq_lambda.ports import InUse
@@ -542,7 +543,7 @@ def test_a_saved_item_is_exactly_the_jobs_item(store: DynamoJobStore, dynamodb_c
         lambda c: lifecycle.refuse_start(c, T0, reason="CapacityError", lasting=False),
         started,
         running,
-        lambda c: lifecycle.stop_for_governance(c, T0, outcome="idle", reason="idle GPU"),
+        lambda c: lifecycle.stop_for_governance(c, T0, outcome=AttemptOutcome.IDLE_GPU, reason="idle GPU"),
         lambda c: lifecycle.end_stopped(c, T0),
     ):
         current = store.save(step(current), expected_version=current.version)
@@ -847,7 +848,7 @@ def _moves(state: JobState) -> list[Callable[[Job], Job]]:
             complete,
             fail,
             lambda c: lifecycle.retry_failed(c, T0, reason="InternalServerError"),
-            lambda c: lifecycle.stop_for_governance(c, T0, outcome="idle", reason="idle GPU"),
+            lambda c: lifecycle.stop_for_governance(c, T0, outcome=AttemptOutcome.IDLE_GPU, reason="idle GPU"),
         ],
         JobState.PREEMPTING: [
             lambda c: lifecycle.requeue(c, T0, outcome="preempted", reason="preempted"),

@@ -18,6 +18,7 @@ from smq_lambda.adapters.item_codec import (
     encode_page_token,
     format_time,
     from_item,
+    pending_team_key,
     to_item,
 )
 from smq_lambda.domain import lifecycle
@@ -54,13 +55,14 @@ def test_a_pending_job_is_in_the_pending_index_and_never_expires() -> None:
 
     assert set(item) == {
         "name", "job_id", "state", "priority", "submitted_at", "demand", "pool", "owner", "version",
-        "attempts", "start_failures", "request", "order_key", "pending_pool",
+        "attempts", "start_failures", "request", "order_key", "pending_pool", "pending_team",
     }  # fmt: skip
     assert item["state"] == {"S": "pending"}
     assert item["priority"] == {"N": "4"}
     assert item["submitted_at"] == {"S": "2025-03-01T09:02:00.000000Z"}
     assert item["demand"] == {"M": {G5: {"N": "3"}}}
     assert item["pending_pool"] == {"S": G5}
+    assert item["pending_team"] == {"S": f"{G5}#"}, "no team: the untagged partition of the pool"
     assert item["order_key"] == {"S": order_key(4, pending.submitted_at, "a")}
     assert json.loads(item["request"]["S"]) == pending.request
 
@@ -70,7 +72,7 @@ def test_a_started_job_leaves_the_pending_index() -> None:
 
     item = to_item(started, ttl_days=30)
 
-    assert "pending_pool" not in item
+    assert "pending_pool" not in item and "pending_team" not in item
     assert item["attempts"]["L"][0]["M"]["training_job_name"] == {"S": started.attempts[0].training_job_name}
     assert item["reason"] == {"S": "fits"}
 
@@ -157,6 +159,9 @@ def jobs(draw: st.DrawFn) -> Job:
             )
         ),
         earlier_job_ids=tuple(draw(st.lists(st.text("0123456789abcdef", min_size=8, max_size=32), max_size=3))),
+        team=draw(st.none() | st.text(min_size=1, max_size=20)),
+        expected_duration_s=draw(st.none() | st.integers(1, 366 * 86400)),
+        max_runtime_s=draw(st.none() | st.integers(1, 28 * 86400)),
         request=draw(
             st.dictionaries(
                 st.text(max_size=10),
@@ -256,6 +261,51 @@ def test_an_item_written_before_jobs_were_bounded_still_loads() -> None:
     assert loaded.next_attempt_number == 2
 
 
+# ------------------------------------------------------------------------ teams and durations
+
+
+def test_team_and_durations_are_stored_and_a_pending_job_is_listed_under_its_team() -> None:
+    tagged = replace(job("t", pool=P5), team="vision", expected_duration_s=5400, max_runtime_s=86400)
+
+    item = to_item(tagged, ttl_days=30)
+
+    assert item["team"] == {"S": "vision"}
+    assert item["expected_duration_s"] == {"N": "5400"}
+    assert item["max_runtime_s"] == {"N": "86400"}
+    assert item["pending_team"] == {"S": f"{P5}#vision"} == {"S": pending_team_key(P5, "vision")}
+    assert from_item(item) == tagged
+
+
+def test_fields_without_a_value_are_absent() -> None:
+    item = to_item(job("plain"), ttl_days=30)
+
+    assert not {"team", "expected_duration_s", "max_runtime_s"} & set(item)
+
+
+def test_a_started_job_keeps_its_team_but_leaves_the_team_index() -> None:
+    started = lifecycle.start(replace(job("t"), team="nlp"), T0, reason="fits")
+
+    item = to_item(started, ttl_days=30)
+
+    assert item["team"] == {"S": "nlp"}
+    assert "pending_team" not in item
+
+
+def test_an_item_written_before_teams_loads_with_no_team_or_durations() -> None:
+    item = to_item(job("old"), ttl_days=30)
+    for attribute in ("team", "expected_duration_s", "max_runtime_s", "pending_team"):
+        item.pop(attribute, None)
+
+    loaded = from_item(item)
+
+    assert (loaded.team, loaded.expected_duration_s, loaded.max_runtime_s) == (None, None, None)
+
+
+@pytest.mark.parametrize("team", [None, ""])
+def test_no_team_and_an_empty_team_share_the_untagged_partition(team: str | None) -> None:
+    assert pending_team_key(G5, team) == f"{G5}#"
+
+
 # ------------------------------------------------------------------------ earlier jobs of a name
 
 
@@ -266,7 +316,7 @@ def test_an_archived_job_is_kept_under_its_own_key_out_of_both_indexes() -> None
     kept = archived(current)
 
     assert kept["name"] == {"S": archive_key("reused", finished.job_id)} == {"S": f"reused#{finished.job_id}"}
-    assert "order_key" not in kept and "pending_pool" not in kept
+    assert "order_key" not in kept and "pending_pool" not in kept and "pending_team" not in kept
     assert kept["expires_at"] == current["expires_at"]
     assert from_item(kept) == finished
     assert "order_key" in current

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from smq_lambda.adapters.dynamodb_pool_usage import USAGE_KEY, DynamoPoolUsageBoard
+from smq_lambda.adapters.dynamodb_pool_usage import (
+    MAX_ASSUMED_CHARS,
+    MAX_ESTIMATES,
+    MAX_TEAM_ROWS,
+    USAGE_KEY,
+    DynamoPoolUsageBoard,
+)
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.teams import UNASSIGNED
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport
+from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport, StartEstimate, TeamMeasure
 
 from tests.support.fakes import InMemoryPoolUsageBoard
 
@@ -108,3 +116,77 @@ def test_a_throttled_table_is_service_unavailable(dynamodb_client: Any, code: st
             board.latest()
     assert published.value.code == code
     assert read.value.service == "DynamoDB"
+
+
+WITH_TEAMS = PoolUsageReport(
+    pools=REPORT.pools,
+    measured_at=NOW,
+    teams=(
+        TeamMeasure("vision", "ml.p5.48xlarge", 1, 2, borrowed=1, lent=0, pending=3, longest_wait_s=754.25),
+        TeamMeasure("nlp", "ml.p5.48xlarge", 1, 0, borrowed=0, lent=1),
+        TeamMeasure(UNASSIGNED, "ml.c5.xlarge", None, 4, borrowed=0, lent=0, pending=1, longest_wait_s=0.000001),
+    ),
+    estimates={
+        "big-job": StartEstimate(
+            "big-job", NOW + timedelta(hours=2, microseconds=7), "durations from smq:expected-duration"
+        ),
+        "never": StartEstimate("never", None, "beyond the 24 h horizon"),
+    },
+)
+
+
+def test_team_measures_and_start_estimates_read_back_as_published(board: PoolUsageBoard) -> None:
+    board.publish(WITH_TEAMS)
+
+    assert board.latest() == WITH_TEAMS
+
+
+def test_estimates_are_kept_within_the_items_bounds(board: PoolUsageBoard) -> None:
+    """The soonest MAX_ESTIMATES (those beyond the horizon dropped first), each `assumed` clipped."""
+    names = [f"job-{index:03}" for index in range(MAX_ESTIMATES + 50)]
+    estimates = {
+        name: StartEstimate(name, None if index < 30 else NOW + timedelta(minutes=index), "x" * 1000)
+        for index, name in enumerate(names)
+    }
+    board.publish(replace(REPORT, estimates=estimates))
+
+    latest = board.latest()
+
+    assert latest is not None
+    assert list(latest.estimates) == names[30 : 30 + MAX_ESTIMATES]
+    assert {len(estimate.assumed) for estimate in latest.estimates.values()} == {MAX_ASSUMED_CHARS}
+    assert all(estimate.assumed.endswith("…") for estimate in latest.estimates.values())
+
+
+def item_size(value: dict[str, Any]) -> int:
+    """An attribute value's size as DynamoDB counts it (an upper bound for numbers): UTF-8 bytes of
+    strings and names, 3 bytes per list or map and 1 per element."""
+    ((kind, content),) = value.items()
+    if kind == "L":
+        return 3 + sum(1 + item_size(element) for element in content)
+    if kind == "M":
+        return 3 + sum(1 + len(name.encode()) + item_size(element) for name, element in content.items())
+    return 1 if kind == "NULL" else len(content.encode())
+
+
+def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> None:
+    """Every name at its longest, every bound reached: well under DynamoDB's 400 KB."""
+    pools = tuple(PoolMeasure(f"ml.p{index:02}.48xlarge", 10**6, 10**6, "h" * 63) for index in range(50))
+    teams = tuple(
+        TeamMeasure("t" * 256, f"ml.p{index:02}.48xlarge", 10**6, 10**6, 10**6, 10**6, 10**6, 10**7 + 0.123456)
+        for index in range(MAX_TEAM_ROWS + 10)
+    )
+    estimates = {
+        name: StartEstimate(name, NOW, "é" * 1000) for name in (f"{index:03}".ljust(63, "j") for index in range(500))
+    }
+    largest = PoolUsageReport(pools=pools, measured_at=NOW, teams=teams, estimates=estimates)
+    board = DynamoPoolUsageBoard(table, dynamodb_client)
+
+    board.publish(largest)
+
+    item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
+    assert sum(len(name) + item_size(value) for name, value in item.items()) < 300_000
+    latest = board.latest()
+    assert latest is not None
+    assert (len(latest.teams), len(latest.estimates)) == (MAX_TEAM_ROWS, MAX_ESTIMATES)
+    assert latest.teams == teams[:MAX_TEAM_ROWS]

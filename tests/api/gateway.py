@@ -40,6 +40,7 @@ _FIXTURES = {
     ("PATCH", "/jobs/{name}"): "change_priority.json",
     ("DELETE", "/jobs/{name}"): "cancel_job.json",
     ("GET", "/pools"): "list_pools.json",
+    ("GET", "/quotas"): "list_pools.json",
 }
 
 LAMBDA_CONTEXT = cast(LambdaContext, LocalLambdaContext(function_name="smq-api", timeout_seconds=3600))
@@ -197,3 +198,6 @@ class ApiGateway:
 
     def pools(self, *, caller: str = ALICE) -> Reply:
         return self.request("GET", "/pools", caller=caller)
+
+    def quotas(self, *, caller: str = ALICE) -> Reply:
+        return self.request("GET", "/quotas", caller=caller)

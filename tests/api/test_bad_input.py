@@ -100,6 +100,16 @@ ADD_CASES: list[tuple[str, Any, str | None]] = [
     ("priority above range", training_request("fresh-job", priority=1_000_001), "Tags.priority"),
     ("priority below range", training_request("fresh-job", priority=-1_000_001), "Tags.priority"),
     ("priority tag twice", replaced(VALID, "Tags", [{"Key": "priority", "Value": "1"}] * 2), "Tags[1].Key"),
+    (
+        "expected duration not a duration",
+        replaced(VALID, "Tags", [{"Key": "smq:expected-duration", "Value": "an hour"}]),
+        "Tags[smq:expected-duration]",
+    ),
+    (
+        "expected duration zero",
+        replaced(VALID, "Tags", [{"Key": "smq:expected-duration", "Value": "0m"}]),
+        "Tags[smq:expected-duration]",
+    ),
     ("unknown pool", training_request("fresh-job", instance_type="ml.c5.xlarge"), "ResourceConfig.InstanceType"),
     (
         "unknown pool in an instance group",

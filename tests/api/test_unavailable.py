@@ -104,7 +104,7 @@ def assert_unavailable(reply: Reply, capsys: pytest.CaptureFixture[str]) -> None
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/jobs"), ("GET", "/jobs/any-job"), ("GET", "/pools"), ("DELETE", "/jobs/any-job")],
+    [("GET", "/jobs"), ("GET", "/jobs/any-job"), ("GET", "/pools"), ("GET", "/quotas"), ("DELETE", "/jobs/any-job")],
 )
 @pytest.mark.parametrize("failure", [THROTTLED, "ThrottlingException", "InternalServerError", ReadTimeoutError])
 def test_reads_of_an_unavailable_table_answer_503(

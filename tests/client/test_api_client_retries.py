@@ -24,6 +24,7 @@ CALLS: dict[str, Callable[[SmqApiClient], Any]] = {
     "PATCH /jobs/{name}": lambda client: client.update_priority("train", 5),
     "DELETE /jobs/{name}": lambda client: client.cancel_job("train"),
     "GET /pools": lambda client: client.list_pools(),
+    "GET /quotas": lambda client: client.get_quotas(),
 }
 
 

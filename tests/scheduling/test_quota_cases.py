@@ -221,3 +221,10 @@ def test_the_preemption_that_uses_up_the_budget_is_noted_in_the_history() -> Non
 
     preempt = next(action for action in actions if isinstance(action, PreemptJob))
     assert preempt.history is not None and "preempted 3 times (max_preemptions 3)" in preempt.history
+
+
+def test_a_borrowers_reason_names_only_the_instances_it_borrows_and_whose_they_are() -> None:
+    config = quotas(2, a=1, b=1)
+    actions = decide(queue().running("u1").pending("u2").build(), NOW, config)
+
+    assert reasons_of(actions, StartJob)["u2"].startswith(f"borrowing 1 of b's {P5} idle quota")

@@ -16,6 +16,7 @@ from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler
 
 from tests.support.fake_lease import InMemoryPassLease
+from tests.support.fake_team_usage import InMemoryTeamUsageHistory
 from tests.support.fakes import (
     FakeClock,
     FakeConfigSource,
@@ -67,6 +68,7 @@ class World:
     retry_limits: StartRetryLimits = DEFAULT_RETRY_LIMITS
     policy: StaticPolicySource = field(default_factory=StaticPolicySource)
     idle_watch: IdleWatch | None = None
+    team_usage: InMemoryTeamUsageHistory = field(default_factory=InMemoryTeamUsageHistory)
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -82,6 +84,7 @@ class World:
             retry_limits=self.retry_limits,
             policy=self.policy,
             idle_watch=self.idle_watch,
+            team_usage=self.team_usage,
         )
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:

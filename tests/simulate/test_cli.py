@@ -85,7 +85,7 @@ def test_a_bad_configuration_or_missing_file_is_exit_2(tmp_path: Path, capsys: p
     trace.write_text('{"name": "a", "submit_s": 0, "priority": 1, "pool": "p", "instances": 1, "duration_s": 1}\n')
 
     assert main(["simulate", str(trace), "--config", str(config)]) == 2
-    assert "must map to a non-negative integer" in capsys.readouterr().err
+    assert "ml.p5.48xlarge: must be a non-negative integer" in capsys.readouterr().err
     assert main(["simulate", str(tmp_path / "missing.jsonl"), "--capacity", "p=1"]) == 2
     assert "cannot read the trace" in capsys.readouterr().err
     assert main(["simulate", "generate", "nonsense"]) == 2

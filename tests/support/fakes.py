@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
+from smq_lambda.adapters.dynamodb_pool_usage import bounded
 from smq_lambda.adapters.item_codec import (
     Item,
     archive_key,
@@ -23,6 +24,7 @@ from smq_lambda.adapters.item_codec import (
     decode_page_token,
     encode_page_token,
     from_item,
+    pending_team_key,
     to_item,
 )
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
@@ -149,18 +151,20 @@ class InMemoryJobStore:
         live.sort(key=lambda item: item["order_key"]["S"])
         return InUse(live=[from_item(item) for item in live], outside=outside, pools=pools)
 
-    def pending_window(self, pool: str, limit: int) -> list[Job]:
+    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         projected = pending_index_attributes()
-        items = self._indexed(lambda item: item.get("pending_pool") == {"S": pool})[: max(limit, 0)]
+        items = self._indexed(lambda item: _pending_in(item, pool, team))[: max(limit, 0)]
         with self._lock:
             self.window_reads += len(items)
         return [from_item({key: value for key, value in item.items() if key in projected}) for item in items]
 
-    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+    def count_pending(
+        self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
+    ) -> int:
         return len(
             self._indexed(
                 lambda item: (
-                    item.get("pending_pool") == {"S": pool}
+                    _pending_in(item, pool, team)
                     and (after is None or item["order_key"]["S"] > after)
                     and (before is None or item["order_key"]["S"] < before)
                 )
@@ -228,6 +232,13 @@ class InMemoryJobStore:
             seen = self._earlier[0] if self._index_lag and self._earlier else self._items
             items = [item for item in seen.values() if "order_key" in item and keep(item)]
         return sorted(items, key=lambda item: item["order_key"]["S"])
+
+
+def _pending_in(item: Item, pool: str, team: str | None) -> bool:
+    """In the pending-by-pool partition of `pool`, or with `team` in pending-by-team's `<pool>#<team>`."""
+    if team is None:
+        return item.get("pending_pool") == {"S": pool}
+    return item.get("pending_team") == {"S": pending_team_key(pool, team)}
 
 
 @dataclass
@@ -467,7 +478,8 @@ class FakeConfigSource:
 
 class InMemoryPoolUsageBoard:
     """The PoolUsageBoard port: keeps the latest report, never replacing it with an older one (as
-    the DynamoDB board's condition does); `published` records every report a pass offered."""
+    the DynamoDB board's condition does), within the same bounds (`bounded`); `published` records
+    every report a pass offered."""
 
     def __init__(self) -> None:
         self.published: list[PoolUsageReport] = []
@@ -478,7 +490,7 @@ class InMemoryPoolUsageBoard:
         with self._lock:
             self.published.append(report)
             if self._latest is None or self._latest.measured_at <= report.measured_at:
-                self._latest = report
+                self._latest = bounded(report)
 
     def latest(self) -> PoolUsageReport | None:
         with self._lock:

@@ -24,6 +24,7 @@ CONTRACT = {
     ("/jobs/{name}", "patch"): ("Job", {"200", "400", "403", "404", "409", "413", "503"}),
     ("/jobs/{name}", "delete"): ("Job", {"202", "403", "404", "409", "503"}),
     ("/pools", "get"): ("PoolList", {"200", "403", "503"}),
+    ("/quotas", "get"): ("QuotaList", {"200", "403", "503"}),
 }
 """(path, method) -> (schema of the success answer, every status code it documents)."""
 
@@ -37,6 +38,7 @@ JOB = {
     "instances": 2,
     "demand": {"ml.g5.xlarge": 2},
     "owner": "arn:aws:iam::111122223333:user/alice",
+    "team": "vision",
     "submitted_at": "2024-05-01T12:00:00Z",
     "updated_at": "2024-05-01T12:00:03.250Z",
     "reason": "waiting for 2 instances of ml.g5.xlarge",
@@ -130,6 +132,8 @@ def test_schemas_of_the_contract_exist(openapi_doc: dict[str, Any]) -> None:
         "JobList",
         "Pool",
         "PoolList",
+        "TeamQuota",
+        "QuotaList",
         "Error",
         "PriorityChange",
         "CreateTrainingJobRequest",
@@ -143,6 +147,17 @@ def test_contract_shapes_validate(openapi_doc: dict[str, Any]) -> None:
         {
             "pools": [{"pool": "ml.g5.xlarge", "capacity": 2, "in_use": 2, "pending": 3, "head": "x"}],
             "measured_at": None,
+        }
+    )
+    team = {"team": "vision", "pool": "ml.g5.xlarge", "quota": 2, "in_use": 3, "borrowed": 1, "lent": 0, "pending": 4}
+    validator(openapi_doc, "QuotaList").validate(
+        {
+            "teams": [
+                {**team, "sharing": "lend_and_borrow", "borrow_limit": None},
+                {**team, "team": "(unassigned)", "quota": None, "sharing": "lend", "borrow_limit": 0},
+            ],
+            "team_tag": "team",
+            "measured_at": "2024-05-01T12:00:00.250Z",
         }
     )
     validator(openapi_doc, "Error").validate({"message": "priority must be an integer", "field": "priority"})

@@ -275,6 +275,7 @@ def test_the_dashboard_body_is_json_with_every_widget_in_the_stacks_region(trans
 
 def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None:
     per_pool = tuple(emitted_dimensions(pool="ml.g5.xlarge"))
+    per_team = tuple(emitted_dimensions(team="vision", pool="ml.g5.xlarge"))
     service = tuple(emitted_dimensions())
     api = ("ApiName", "Stage")
     expected = {
@@ -282,6 +283,10 @@ def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None
         ("smq", "WaitTime", per_pool),
         ("smq", "PoolInUse", per_pool),
         ("smq", "PoolCapacity", per_pool),
+        ("smq", "TeamInUse", per_team),
+        ("smq", "TeamBorrowed", per_team),
+        ("smq", "TeamPending", per_team),
+        ("smq", "TeamWaitTime", per_team),
         ("smq", "JobsStarted", service),
         ("smq", "JobsPreempted", service),
         ("smq", "StartsRefused", service),

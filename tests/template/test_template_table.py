@@ -27,6 +27,7 @@ def test_queue_table_matches_the_contract(template: dict[str, Any]) -> None:
     assert {d["AttributeName"]: d["AttributeType"] for d in properties["AttributeDefinitions"]} == {
         "name": "S",
         "pending_pool": "S",
+        "pending_team": "S",
         "order_key": "S",
         "state": "S",
     }
@@ -57,6 +58,9 @@ def test_a_job_decoded_from_the_pending_index_has_what_a_scheduling_decision_rea
         updated_at=T0,
         attempts=(Attempt(1, "x-1", T0, T0, "refused", "throttled"),),
         earlier_attempts=2,
+        team="vision",
+        expected_duration_s=5400,
+        max_runtime_s=86400,
     )
     item = to_item(pending, ttl_days=7)
     summary = from_item({key: value for key, value in item.items() if key in pending_index_attributes()})
@@ -73,7 +77,19 @@ def test_state_index_lists_a_states_jobs_in_order(template: dict[str, Any]) -> N
         {"AttributeName": "order_key", "KeyType": "RANGE"},
     ]
     assert gsi["Projection"] == {"ProjectionType": "ALL"}
-    assert len(properties["GlobalSecondaryIndexes"]) == 2
+    assert len(properties["GlobalSecondaryIndexes"]) == 3
+
+
+def test_team_index_returns_one_teams_pending_jobs_of_a_pool_with_the_pending_projection(
+    template: dict[str, Any],
+) -> None:
+    properties = template["Resources"]["QueueTable"]["Properties"]
+    gsi = index(properties, "pending-by-team")
+    assert gsi["KeySchema"] == [
+        {"AttributeName": "pending_team", "KeyType": "HASH"},
+        {"AttributeName": "order_key", "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"] == index(properties, "pending-by-pool")["Projection"]
 
 
 def test_queue_history_survives_stack_deletion(template: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""How the `smq` CLI shows jobs and pools: pure functions from API shapes to text, so the tables
+"""How the `smq` CLI shows jobs, pools and quotas: pure functions from API shapes to text, so the tables
 are tested without a queue (the clock is a parameter)."""
 
 from __future__ import annotations
@@ -9,7 +9,15 @@ from typing import Any
 
 from tabulate import tabulate
 
-from smq.jobs import describe_age, instances_text, live_training_job_name, parse_time, state_since
+from smq.jobs import (
+    describe_age,
+    estimated_start,
+    instances_text,
+    live_training_job_name,
+    parse_time,
+    starts_in,
+    state_since,
+)
 
 STATUS_HEADERS = (
     "Job Name",
@@ -23,6 +31,7 @@ STATUS_HEADERS = (
     "Reason",
 )
 POOL_HEADERS = ("Pool", "Capacity", "In use", "Free", "Pending")
+QUOTA_HEADERS = ("Team", "Pool", "Quota", "In use", "Borrowed", "Lent", "Pending", "Sharing")
 ATTEMPT_HEADERS = ("#", "SageMaker job", "Started", "Ended", "Ran for", "Outcome", "Reason")
 REASON_WIDTH = 60
 
@@ -43,12 +52,15 @@ def clip(text: str | None, width: int = REASON_WIDTH) -> str:
 
 
 def status_table(jobs: Sequence[Mapping[str, Any]], now: datetime) -> str:
-    """The queue state table, rows in the order given (the API's scheduling order)."""
+    """The queue state table, rows in the order given (the API's scheduling order); a Team column
+    after Priority when some job has a team."""
+    teams = any(job.get("team") for job in jobs)
     rows = [
         (
             job["name"],
             job["state"],
             job["priority"],
+            *((job.get("team") or "-",) if teams else ()),
             job["pool"],
             instances_text(job),
             describe_age(state_since(job), now) if state_since(job) else "-",
@@ -58,7 +70,33 @@ def status_table(jobs: Sequence[Mapping[str, Any]], now: datetime) -> str:
         )
         for job in jobs
     ]
-    return tabulate(rows, headers=STATUS_HEADERS, tablefmt="simple", disable_numparse=True)
+    headers: tuple[str, ...] = (*STATUS_HEADERS[:3], "Team", *STATUS_HEADERS[3:]) if teams else STATUS_HEADERS
+    if any(estimated_start_in(job, now) for job in jobs):
+        column = headers.index("Waiting/Running for") + 1
+        headers = (*headers[:column], "Estimated Start", *headers[column:])
+        rows = [
+            (*row[:column], estimated_start_in(job, now) or ("—" if job["state"] == "pending" else ""), *row[column:])
+            for row, job in zip(rows, jobs, strict=True)
+        ]
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
+def estimated_start_in(job: Mapping[str, Any], now: datetime) -> str | None:
+    """`in 2h10m` for a pending job the queue expects to start then; None when it cannot tell."""
+    estimate = estimated_start(job)
+    return starts_in(estimate[0], now) if estimate is not None and estimate[0] is not None else None
+
+
+def estimated_start_text(job: Mapping[str, Any], now: datetime) -> str | None:
+    """`2026-11-23 14:05 UTC (in 2h10m) — assumes ...` (`unknown — ...` when the queue cannot tell);
+    None when the job is not pending or not estimated."""
+    estimate = estimated_start(job)
+    if estimate is None:
+        return None
+    at, assumed = estimate
+    if at is None:
+        return f"unknown — {assumed.removeprefix('unknown: ')}"
+    return f"{at:%Y-%m-%d %H:%M} UTC ({starts_in(at, now)}) — {assumed}"
 
 
 def pools_table(pools: Iterable[Mapping[str, Any]]) -> str:
@@ -78,6 +116,31 @@ def pools_table(pools: Iterable[Mapping[str, Any]]) -> str:
     return tabulate(rows, headers=POOL_HEADERS, tablefmt="simple", disable_numparse=True)
 
 
+def quotas_table(teams: Iterable[Mapping[str, Any]]) -> str:
+    """`smq quotas`: one row per team and pool, as GET /quotas lists them."""
+    rows = [
+        (
+            team["team"],
+            team["pool"],
+            "unlimited" if team.get("quota") is None else team["quota"],
+            team.get("in_use", 0),
+            team.get("borrowed", 0),
+            team.get("lent", 0),
+            team.get("pending", 0),
+            sharing_text(team),
+        )
+        for team in teams
+    ]
+    return tabulate(rows, headers=QUOTA_HEADERS, tablefmt="simple", disable_numparse=True)
+
+
+def sharing_text(team: Mapping[str, Any]) -> str:
+    """`lend_and_borrow (borrows up to 4)` when the team may borrow a limited number of instances."""
+    sharing = str(team.get("sharing") or "-")
+    limit = team.get("borrow_limit")
+    return f"{sharing} (borrows up to {limit})" if sharing == "lend_and_borrow" and limit is not None else sharing
+
+
 def describe_text(job: Mapping[str, Any], now: datetime) -> str:
     """`smq describe`: the job, why it is in its state, and every attempt. Why a pending job waits is
     the server's reason, computed when read; the client adds nothing of its own."""
@@ -91,11 +154,15 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
         ("Pool", job["pool"]),
         ("Instances", instances_text(job)),
         ("Owner", job.get("owner") or "-"),
+        *((("Team", job["team"]),) if job.get("team") else ()),
         ("Submitted", _time_and_age(submitted, now)),
         ("Updated", _time_and_age(updated, now)),
     ]
     if job["state"] == "pending":
         fields.append(("Position", f"{job.get('position')} in {job['pool']}"))
+        estimate = estimated_start_text(job, now)
+        if estimate is not None:
+            fields.append(("Estimated start", estimate))
     live = live_training_job_name(job)
     if live:
         fields.append(("SageMaker job", live))

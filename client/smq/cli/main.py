@@ -23,7 +23,7 @@ from typing import Any
 import boto3
 
 from smq.api_client import SmqApiClient
-from smq.cli.format import describe_text, pools_table, status_table
+from smq.cli.format import describe_text, pools_table, quotas_table, status_table
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
 from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
 from smq.simulate.cli import register_simulate_command
@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     pools.add_argument("--json", action="store_true", help="print the pools as JSON")
     pools.set_defaults(func=cmd_pools)
 
+    quotas = commands.add_parser(
+        "quotas", parents=[connection], help="quota, in use, borrowed, lent and pending per team and pool"
+    )
+    quotas.add_argument("--json", action="store_true", help="print the answer of GET /quotas as JSON")
+    quotas.set_defaults(func=cmd_quotas)
+
     watch = commands.add_parser("watch", parents=[connection], help="the status table, refreshed")
     _status_filters(watch)
     watch.add_argument("--interval", type=_positive_float, default=2.0, metavar="S", help="seconds (default 2)")
@@ -143,6 +149,7 @@ def _status_filters(parser: argparse.ArgumentParser) -> None:
         help=f"only these states ({', '.join(ALL_STATES)}); repeatable",
     )
     parser.add_argument("--pool", help="only this pool (instance type)")
+    parser.add_argument("--team", help="only the jobs whose team tag is TEAM")
 
 
 def _register_local_commands(commands: Any) -> None:
@@ -167,11 +174,13 @@ def _missing_extra(missing: str) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    jobs = _client(args).list_jobs(_state_filter(args), pool=args.pool)
+    jobs = _listed(_client(args), args)
     if args.json:
         _print_json(jobs)
     elif jobs:
         print(status_table(jobs, now_utc()))
+    elif args.team is not None:
+        print(f"No {'' if args.all or args.state else 'active '}jobs of team {args.team!r}.")
     else:
         print("No jobs." if args.all or args.state else "No active jobs (smq status --all shows finished ones).")
     return EXIT_OK
@@ -231,6 +240,19 @@ def cmd_pools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_quotas(args: argparse.Namespace) -> int:
+    quotas = _client(args).get_quotas()
+    if args.json:
+        _print_json(quotas)
+    elif quotas.get("teams"):
+        print(quotas_table(quotas["teams"]))
+        measured = quotas.get("measured_at")
+        print(f"\nTeams by the tag {quotas.get('team_tag')!r}; in use as measured {measured or 'now'}.")
+    else:
+        print("No team quotas configured.")
+    return EXIT_OK
+
+
 def cmd_watch(
     args: argparse.Namespace,
     sleep: Callable[[float], None] = time.sleep,
@@ -247,7 +269,7 @@ def cmd_watch(
             if refreshes:
                 sleep(args.interval)
             try:
-                jobs = client.list_jobs(_state_filter(args), pool=args.pool)
+                jobs = _listed(client, args)
                 body = status_table(jobs, now_utc()) if jobs else "No jobs."
             except ApiUnreachable as exc:
                 body = f"smq: {exc}"
@@ -269,6 +291,13 @@ def _client(args: argparse.Namespace) -> SmqApiClient:
         region=args.region,
         boto_session=boto3.Session(region_name=args.region),
     )
+
+
+def _listed(client: SmqApiClient, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The jobs `smq status` and `smq watch` show. GET /jobs has no team filter, so `--team`
+    filters the jobs it lists here, by each job's `team`."""
+    jobs = client.list_jobs(_state_filter(args), pool=args.pool)
+    return jobs if args.team is None else [job for job in jobs if job.get("team") == args.team]
 
 
 def _state_filter(args: argparse.Namespace) -> str | list[str] | None:

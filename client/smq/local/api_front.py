@@ -42,6 +42,7 @@ ROUTES: dict[str, frozenset[str]] = {
     "/jobs": frozenset({"GET"}),
     "/jobs/{name}": frozenset({"GET", "PATCH", "DELETE"}),
     "/pools": frozenset({"GET"}),
+    "/quotas": frozenset({"GET"}),
 }
 """Resources and methods of openapi.yaml (a test keeps the two equal)."""
 

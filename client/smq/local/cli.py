@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from smq.cli.arguments import pool_capacity
 
 if TYPE_CHECKING:
-    from smq.local.stack import LocalStack
+    from smq.local.stack import LocalStack, LocalStackOptions
 
 DEFAULT_WORKDIR = Path(".smq-local")
 FAULTS = ("interrupt", "fail", "hang")
@@ -34,6 +35,13 @@ def register_local_commands(subparsers: Any) -> None:
         metavar="TYPE=N",
         type=pool_capacity,
         help="a pool and its instances, repeatable (default ml.m5.xlarge=2)",
+    )
+    up.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.json",
+        help="the queue's configuration document (pools, team quotas, preemption and aging rules) to load into "
+        "the pools parameter, in place of --capacity",
     )
     up.add_argument("--executor", choices=("process", "synthetic"), default="process")
     up.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
@@ -122,12 +130,46 @@ def _stop_on_signals() -> None:
         signal.signal(signum, stop)
 
 
+class _ConfigRefused(Exception):
+    """`--config` names no valid configuration document, or comes with --capacity."""
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The document of --config, checked by the rules the functions will apply to it, so that a
+    mistake is reported now rather than refused by every function later."""
+    from smq_lambda.domain.config_document import parse_config_document
+    from smq_lambda.errors import ConfigError
+
+    path: Path | None = args.config
+    if path is None:
+        return None
+    if args.capacity:
+        raise _ConfigRefused(f"--config {path} gives the pools; leave out --capacity (or put the pools in the file)")
+    try:
+        document: dict[str, Any] = json.loads(path.read_text())
+        parse_config_document(document, source=str(path))
+    except OSError as exc:
+        raise _ConfigRefused(f"cannot read the configuration {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # JSONDecodeError
+        raise _ConfigRefused(f"{path} is not valid JSON: {exc}") from None
+    except ConfigError as exc:
+        raise _ConfigRefused(str(exc)) from None
+    return document
+
+
 def _up(args: argparse.Namespace) -> int:
-    """Exit 0 once stopped by a signal; a failed start raises StackStartError (one line, exit 1)."""
+    """Exit 0 once stopped by a signal; a failed start raises StackStartError (one line, exit 1); a
+    bad --config is one line on stderr and exit 2, before anything starts."""
     from smq.local.stack import TEMPLATE, LocalStack, LocalStackOptions
 
+    try:
+        config = _config(args)
+    except _ConfigRefused as exc:
+        print(f"smq local up: {exc}", file=sys.stderr)
+        return 2
     options = LocalStackOptions(
         capacity=dict(args.capacity) or {"ml.m5.xlarge": 2},
+        config=config,
         executor=args.executor,
         workdir=args.workdir,
         api_port=args.port,
@@ -148,11 +190,19 @@ def _up(args: argparse.Namespace) -> int:
 def _print_up(stack: LocalStack) -> None:
     options = stack.options
     print(f"smq local stack is up: API {stack.api_url}")
-    print(f"pools: {json.dumps(dict(options.capacity))}  executor: {options.executor}  workdir: {stack.workdir}")
+    print(f"pools: {json.dumps(_pools(options))}  executor: {options.executor}  workdir: {stack.workdir}")
     print("In another shell:")
     for key, value in sorted(stack.client_env.items()):
         print(f"  export {key}={value}")
     print("Press Ctrl-C to stop (jobs get SIGTERM, then the servers stop; press it again to force).", flush=True)
+
+
+def _pools(options: LocalStackOptions) -> dict[str, int]:
+    if options.config is None:
+        return dict(options.capacity)
+    from smq_lambda.domain.config_document import parse_config_document
+
+    return dict(parse_config_document(options.config, source="--config").pools)
 
 
 def _inject(args: argparse.Namespace) -> int:

@@ -98,6 +98,9 @@ _RUNNING = threading.Lock()
 @dataclass
 class LocalStackOptions:
     capacity: Mapping[str, int] = field(default_factory=lambda: {"ml.m5.xlarge": 2})
+    config: Mapping[str, Any] | None = None
+    """The queue's configuration document (domain/config_document.py: pools, team quotas,
+    preemption and aging rules) written to the pools parameter in place of `capacity`."""
     executor: str = "process"
     workdir: Path = Path(".smq-local")
     api_port: int = 0
@@ -362,8 +365,9 @@ class LocalStack:
         )
 
     def _parameter_overrides(self) -> dict[str, str]:
+        pools = self.options.capacity if self.options.config is None else self.options.config
         return {
-            "CapacityPools": json.dumps(dict(self.options.capacity)),
+            "CapacityPools": json.dumps(dict(pools)),
             "UnpooledInstanceTypes": self.options.unpooled,
             "Backfill": "true" if self.options.backfill else "false",
             "CheckpointS3Prefix": f"s3://{BUCKET}/checkpoints",

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
@@ -19,8 +19,11 @@ from smq_lambda.simulation.policies import PolicyName
 from smq_lambda.simulation.trace import TraceError, TraceJob, check_pools, parse_trace, write_trace
 
 from smq.cli.arguments import pool_capacity
-from smq.simulate.report import metrics_table, write_outputs
+from smq.simulate.report import metrics_table, team_table, write_outputs
 from smq.simulate.workloads import GENERATORS, Workload
+
+if TYPE_CHECKING:
+    from smq_lambda.domain.config_document import QueueConfigDocument
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -47,7 +50,12 @@ def register_simulate_command(subparsers: Any) -> None:
     parser.add_argument(
         "--capacity", action="append", default=[], metavar="TYPE=N", type=pool_capacity, help="a pool, repeatable"
     )
-    parser.add_argument("--config", type=Path, metavar="FILE.json", help="the queue's pools document")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.json",
+        help="the queue's configuration document (pools, team quotas, preemption and aging rules)",
+    )
     parser.add_argument("--out", type=Path, metavar="DIR", help="write metrics.json, timeline.csv, gantt.png here")
     parser.add_argument("--seed", type=int, default=7, help="start-up times (simulate) or the workload (generate)")
     parser.add_argument(
@@ -60,7 +68,7 @@ def register_simulate_command(subparsers: Any) -> None:
     parser.add_argument(
         "--pass-delay-s", type=float, default=0.0, metavar="S", help="from an event to its pass (default 0)"
     )
-    parser.add_argument("--jobs", type=int, help="generate mixed/spot: how many jobs")
+    parser.add_argument("--jobs", type=int, help="generate mixed/spot/teams: how many jobs")
     parser.add_argument("--pools", type=int, help="generate kueue: how many pools of 20 instances (default 3)")
     parser.set_defaults(func=run)
 
@@ -91,7 +99,7 @@ def generate(args: argparse.Namespace) -> int:
         return EXIT_OK
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "trace.jsonl").write_text(write_trace(workload.jobs))
-    (args.out / "config.json").write_text(json.dumps(workload.pools, indent=2) + "\n")
+    (args.out / "config.json").write_text(json.dumps(workload.config, indent=2) + "\n")
     print(f"wrote {args.out / 'trace.jsonl'} ({len(workload.jobs)} jobs) and {args.out / 'config.json'}")
     print(
         f"next: smq simulate {args.out / 'trace.jsonl'} --config {args.out / 'config.json'} --compare --out {args.out}"
@@ -101,7 +109,7 @@ def generate(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
-    config = SchedulerConfig(pools=pools_of(args), backfill=args.backfill == "on")
+    config = config_of(args)
     try:
         check_pools(trace, config.pools)
     except TraceError as exc:
@@ -110,6 +118,9 @@ def replay(args: argparse.Namespace) -> int:
     names = list(PolicyName) if args.compare else [PolicyName(args.policy)]
     results: dict[str, Result] = {str(name): simulate(trace, config, name, timing) for name in names}
     print(metrics_table({name: result.metrics for name, result in results.items()}))
+    teams = team_table({name: result.metrics for name, result in results.items()})
+    if teams is not None:
+        print(f"\nper team (quotas of {args.config}):\n\n{teams}")
     if args.out is not None:
         for name, result in results.items():
             directory = args.out / name if args.compare else args.out
@@ -131,24 +142,36 @@ def read_trace(path: str) -> list[TraceJob]:
         raise SimulationUsageError(f"{path} {exc}") from None
 
 
-def pools_of(args: argparse.Namespace) -> dict[str, int]:
-    """The pools from --config, then --capacity on top (a pool given twice takes the later count)."""
-    pools: dict[str, int] = {}
-    if args.config is not None:
-        pools.update(read_config(args.config))
-    pools.update(dict(args.capacity))
-    if not pools:
+def config_of(args: argparse.Namespace) -> SchedulerConfig:
+    """The document of --config (pools, teams, preemption and aging rules), then the pools of
+    --capacity on top (a pool given twice takes the later count); --backfill."""
+    from smq_lambda.domain.config_document import QueueConfigDocument, with_pools
+    from smq_lambda.errors import ConfigError
+
+    document = read_config(args.config) if args.config is not None else QueueConfigDocument(pools={})
+    if args.capacity:
+        try:
+            document = with_pools(document, dict(args.capacity), source=f"{args.config or 'the pools'} with --capacity")
+        except ConfigError as exc:
+            raise SimulationUsageError(str(exc)) from None
+    if not document.pools:
         raise SimulationUsageError("no pools: give --config FILE.json or --capacity TYPE=N")
-    return pools
+    return SchedulerConfig(
+        pools=document.pools,
+        backfill=args.backfill == "on",
+        teams=document.teams,
+        preemption=document.preemption,
+        aging=document.aging,
+    )
 
 
-def read_config(path: Path) -> dict[str, int]:
-    """The pools document the deployed queue reads from SSM, checked by the same rules."""
-    from smq_lambda.domain.pools_document import parse_pools
+def read_config(path: Path) -> QueueConfigDocument:
+    """The configuration document the deployed queue reads from SSM, checked by the same rules."""
+    from smq_lambda.domain.config_document import parse_config_document
     from smq_lambda.errors import ConfigError
 
     try:
-        return parse_pools(json.loads(path.read_text()), source=str(path))
+        return parse_config_document(json.loads(path.read_text()), source=str(path))
     except OSError as exc:
         raise SimulationUsageError(f"cannot read the configuration {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:

@@ -1,5 +1,6 @@
 """What `smq simulate` prints and writes: a table of the metrics (policies side by side, with
-ratios to smq's), metrics.json, timeline.csv and gantt.png."""
+ratios to smq's), with team quotas a table of the per-team figures, metrics.json, timeline.csv
+and gantt.png."""
 
 from __future__ import annotations
 
@@ -60,6 +61,54 @@ def metrics_table(results: Mapping[str, Mapping[str, Any]]) -> str:
         values = [read(results[name], path, unit) for name in names]
         ratios = [_ratio(value, values[0]) for value in values[1:]]
         table.append([label, *(_number(value) for value in values), *ratios])
+    return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+TEAM_HEADERS = (
+    "team",
+    "pool",
+    "quota",
+    "jobs",
+    "share of pool",
+    "share of quota",
+    "borrowed (instance-h)",
+    "lent (instance-h)",
+    "quota kept",
+    "wait p50 (min)",
+    "wait p95 (min)",
+    "reclaims",
+    "reclaim latency p50 / max (min)",
+)
+
+
+def team_table(results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """One row per team and pool (and policy, with more than one); None when no run had quotas."""
+    measured = {name: metrics["teams"] for name, metrics in results.items() if "teams" in metrics}
+    if not measured:
+        return None
+    several = len(results) > 1
+    table = []
+    for name, teams in measured.items():
+        for team, figures in teams.items():
+            wait, latency = figures["wait_s"], figures["reclaim_latency_s"]
+            for pool, shares in figures["pools"].items():
+                row = [
+                    team,
+                    pool,
+                    str(shares["quota"]),
+                    str(figures["jobs"]),
+                    f"{shares['share_of_capacity']:.3f}",
+                    "-" if shares["share_of_quota"] is None else f"{shares['share_of_quota']:.3f}",
+                    _number(shares["borrowed_instance_s"] / HOUR),
+                    _number(shares["lent_instance_s"] / HOUR),
+                    f"{shares['quota_kept']:.3f}",
+                    _number(wait["p50"] / MINUTE),
+                    _number(wait["p95"] / MINUTE),
+                    str(figures["reclaims"]),
+                    f"{_number(latency['p50'] / MINUTE)} / {_number(latency['max'] / MINUTE)}",
+                ]
+                table.append([name, *row] if several else row)
+    headers = ["policy", *TEAM_HEADERS] if several else list(TEAM_HEADERS)
     return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
 
 

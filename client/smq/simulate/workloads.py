@@ -12,6 +12,13 @@
   SageMaker start.
 - `spot`: managed-spot work over one pool: two jobs in three are spot and interrupted up to five
   times, all checkpointing every 15 minutes.
+- `teams`: two teams, vision and nlp, on one pool of 8 with quotas of 4 each (both lend and
+  borrow). Rounds 5 to 8 hours apart: one team bursts (4 to 7 jobs within ten minutes), the other
+  follows 15 minutes to an hour later; the teams take turns to go first. Jobs of one priority, 1,
+  2 or 4 instances, lognormal around an hour, checkpointing every 15 minutes. So each team
+  sometimes has more work than its quota, sometimes none, and a burst often arrives while the
+  other team runs on all of the pool. Its configuration is the full document with the quotas;
+  without "quotas" it is the queue before teams.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from smq_lambda.simulation.trace import TraceJob
 
@@ -29,6 +37,13 @@ HOUR = 3600.0
 class Workload:
     jobs: list[TraceJob]
     pools: dict[str, int]
+    document: dict[str, Any] | None = None
+    """The configuration document made for it, when more than its pools (teams' quotas)."""
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """What `smq simulate generate` writes to config.json."""
+        return self.document if self.document is not None else dict(self.pools)
 
 
 def mixed(seed: int, jobs: int = 300) -> Workload:
@@ -124,10 +139,46 @@ def spot(seed: int, jobs: int = 120) -> Workload:
     return Workload(trace, {"ml.p4d.24xlarge": 8})
 
 
+TEAMS_POOL = "ml.p5.48xlarge"
+TEAM_NAMES = ("vision", "nlp")
+
+
+def teams(seed: int, jobs: int = 120) -> Workload:
+    rng = random.Random(seed)
+    pools = {TEAMS_POOL: 8}
+    trace: list[TraceJob] = []
+    at, round_number = 0.0, 0
+    while len(trace) < jobs:
+        first = round_number % len(TEAM_NAMES)
+        order = TEAM_NAMES[first:] + TEAM_NAMES[:first]
+        for team, offset in zip(order, (0.0, rng.uniform(0.25 * HOUR, HOUR)), strict=True):
+            for _ in range(min(rng.randint(4, 7), jobs - len(trace))):
+                trace.append(_team_job(rng, team, len(trace), at + offset))
+        at += rng.uniform(5 * HOUR, 8 * HOUR)
+        round_number += 1
+    quotas = {team: {"instances": {TEAMS_POOL: 4}, "sharing": "lend_and_borrow"} for team in TEAM_NAMES}
+    document = {"pools": pools, "quotas": quotas}
+    return Workload(sorted(trace, key=lambda job: (job.submit_s, job.name)), pools, document)
+
+
+def _team_job(rng: random.Random, team: str, number: int, burst_s: float) -> TraceJob:
+    return TraceJob(
+        name=f"{team}-{number:04d}",
+        submit_s=round(burst_s + rng.uniform(0, 600), 1),
+        priority=0,
+        pool=TEAMS_POOL,
+        instances=rng.choice((1, 2, 2, 4)),
+        duration_s=float(round(min(max(rng.lognormvariate(0, 0.6) * HOUR, 600.0), 4 * HOUR))),
+        team=team,
+        checkpoint_every_s=900.0,
+    )
+
+
 GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
     "mixed": (mixed, "jobs"),
     "seed": (seed_scenario, None),
     "kueue": (kueue, "pools"),
     "spot": (spot, "jobs"),
+    "teams": (teams, "jobs"),
 }
 """Each generator, and the size option it takes (`--jobs` or `--pools`), if any."""

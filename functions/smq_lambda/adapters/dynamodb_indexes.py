@@ -1,8 +1,10 @@
-"""The job store's reads through the queue table's two indexes, both eventually consistent:
+"""The job store's reads through the queue table's indexes, all eventually consistent:
 
     by-state         partition state         sort order_key   all jobs of one state, in order
     pending-by-pool  partition pending_pool  sort order_key   pending jobs of one pool, in order
                                                               (sparse: only pending items)
+    pending-by-team  partition pending_team  sort order_key   pending jobs of one team in one pool
+                                                              (`<pool>#<team>`; sparse likewise)
 
 **Pending jobs are read a window at a time**: the first few of a pool from the sparse pending
 index, which projects what a decision needs and not the request. Positions are Select=COUNT
@@ -18,13 +20,14 @@ from typing import Any
 
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
 from smq_lambda.adapters.dynamodb_table import names, query_pages, transaction_busy
-from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item
+from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item, pending_team_key
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.ports import JobPage
 
 STATE_INDEX = "by-state"
 PENDING_INDEX = "pending-by-pool"
+TEAM_INDEX = "pending-by-team"
 
 
 def order_key_of(item: Item) -> str:
@@ -39,20 +42,25 @@ class JobIndexes:
         self._client = client
         self._page_size = page_size
 
-    def pending_window(self, pool: str, limit: int) -> list[Job]:
-        """At most `limit` items of one pool's pending partition, read in pages of at most `limit`."""
+    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+        """At most `limit` items of one pool's (or one team's in the pool) pending partition, read in
+        pages of at most `limit`."""
         if limit < 1:
             return []
         page_size = min(limit, self._page_size or limit)
-        items = self._query(PENDING_INDEX, "#pending_pool", pool, page_size=page_size)
+        index, placeholder, key = _pending_partition(pool, team)
+        items = self._query(index, placeholder, key, page_size=page_size)
         return [from_item(item) for item in itertools.islice(items, limit)]
 
-    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
+    def count_pending(
+        self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
+    ) -> int:
         """Select=COUNT, page by page (a COUNT still reads the index items it counts, 1 MB a page)."""
         if after is not None and before is not None and after >= before:
             return 0
-        key_condition = "#pending_pool = :key"
-        values: dict[str, Any] = {":key": {"S": pool}}
+        index, placeholder, key = _pending_partition(pool, team)
+        key_condition = f"{placeholder} = :key"
+        values: dict[str, Any] = {":key": {"S": key}}
         if after is not None and before is not None:
             key_condition += " AND #order_key BETWEEN :after AND :before"
             values[":after"] = {"S": after}
@@ -65,7 +73,7 @@ class JobIndexes:
             values[":before"] = {"S": before}
         request: dict[str, Any] = {
             "TableName": self._table,
-            "IndexName": PENDING_INDEX,
+            "IndexName": index,
             "KeyConditionExpression": key_condition,
             "ExpressionAttributeNames": names(key_condition),
             "ExpressionAttributeValues": values,
@@ -73,19 +81,20 @@ class JobIndexes:
         }
         total = sum(int(page.get("Count", 0)) for page in query_pages(self._client, request))
         if after is not None and before is not None:
-            total -= sum(1 for key in (after, before) if self._pending_key_exists(pool, key))
+            total -= sum(1 for order_key in (after, before) if self._pending_key_exists(pool, team, order_key))
         return max(total, 0)
 
-    def _pending_key_exists(self, pool: str, key: str) -> bool:
-        """BETWEEN includes its bounds: whether a pending job of `pool` has order key `key`."""
-        condition = "#pending_pool = :key AND #order_key = :order_key"
+    def _pending_key_exists(self, pool: str, team: str | None, order_key: str) -> bool:
+        """BETWEEN includes its bounds: whether a pending job of `pool` (and `team`) has `order_key`."""
+        index, placeholder, key = _pending_partition(pool, team)
+        condition = f"{placeholder} = :key AND #order_key = :order_key"
         with unavailable_as_typed(transaction_busy):
             response = self._client.query(
                 TableName=self._table,
-                IndexName=PENDING_INDEX,
+                IndexName=index,
                 KeyConditionExpression=condition,
                 ExpressionAttributeNames=names(condition),
-                ExpressionAttributeValues={":key": {"S": pool}, ":order_key": {"S": key}},
+                ExpressionAttributeValues={":key": {"S": key}, ":order_key": {"S": order_key}},
                 Select="COUNT",
             )
         return int(response.get("Count", 0)) > 0
@@ -159,3 +168,10 @@ class JobIndexes:
             request["PaginationConfig"] = {"PageSize": page_size}
         for page in query_pages(self._client, request):
             yield from page.get("Items", [])
+
+
+def _pending_partition(pool: str, team: str | None) -> tuple[str, str, str]:
+    """The index, key placeholder and key of the pending jobs of `pool` (of `team`, "" for no team)."""
+    if team is None:
+        return PENDING_INDEX, "#pending_pool", pool
+    return TEAM_INDEX, "#pending_team", pending_team_key(pool, team)

@@ -4,17 +4,26 @@ Each scheduling pass measures usage anyway (it must, to decide), so it writes wh
 and readers (GET /pools) read one item instead of listing and describing SageMaker jobs per request.
 The write is conditional on being newer than what is there, so a slow pass that measured earlier
 never replaces a later report.
+
+The item holds the pools, each team's share of them, and the pass's start estimates, and must stay
+under DynamoDB's 400 KB. Pools and teams are as many as the configuration names (rows: teams
+times pools, kept up to MAX_TEAM_ROWS); estimates are one per pending job the pass saw, which its
+windows bound to a few hundred: `bounded` keeps at most MAX_ESTIMATES of them (the soonest to
+start) and at most MAX_ASSUMED_CHARS of each one's `assumed`. At those bounds the item is under
+300 KB at worst (50 pools, team names of 256 characters, every other name at its longest, each
+`assumed` of 2-byte characters), typically a few KB.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
-from smq_lambda.ports import PoolMeasure, PoolUsageReport
+from smq_lambda.ports import PoolMeasure, PoolUsageReport, StartEstimate, TeamMeasure
 
 USAGE_KEY = {"name": {"S": "#pool-usage"}}
 """Job names cannot contain '#', so the report can never collide with a job. It carries none of the
@@ -22,6 +31,9 @@ indexed attributes, so it appears in no index, and no TTL: the latest report sta
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed width, so the stored strings sort as the times do (the condition compares them)."""
+MAX_ESTIMATES = 400
+MAX_ASSUMED_CHARS = 160
+MAX_TEAM_ROWS = 300
 
 
 class DynamoPoolUsageBoard:
@@ -35,7 +47,7 @@ class DynamoPoolUsageBoard:
             try:
                 self._client.put_item(
                     TableName=self._table,
-                    Item={**USAGE_KEY, **_to_item(report)},
+                    Item={**USAGE_KEY, **_to_item(bounded(report))},
                     ConditionExpression="attribute_not_exists(measured_at) OR measured_at <= :measured_at",
                     ExpressionAttributeValues={":measured_at": {"S": _time(report.measured_at)}},
                 )
@@ -50,15 +62,87 @@ class DynamoPoolUsageBoard:
         return None if item is None else _from_item(item)
 
 
+def bounded(report: PoolUsageReport) -> PoolUsageReport:
+    """`report` as the board keeps it: at most MAX_TEAM_ROWS team rows (the first), MAX_ESTIMATES
+    estimates (the soonest to start, in the report's order; those beyond the replay's horizon go
+    first) and MAX_ASSUMED_CHARS of each `assumed`. Within the bounds it is `report` itself."""
+    estimates = report.estimates
+    if len(estimates) > MAX_ESTIMATES:
+        ranked = sorted(
+            estimates.values(), key=lambda estimate: (estimate.at is None, estimate.at or report.measured_at)
+        )
+        kept = {estimate.job_name for estimate in ranked[:MAX_ESTIMATES]}
+        estimates = {name: estimate for name, estimate in estimates.items() if name in kept}
+    if any(len(estimate.assumed) > MAX_ASSUMED_CHARS for estimate in estimates.values()):
+        estimates = {
+            name: replace(estimate, assumed=_clipped(estimate.assumed)) for name, estimate in estimates.items()
+        }
+    if estimates is report.estimates and len(report.teams) <= MAX_TEAM_ROWS:
+        return report
+    return replace(report, teams=report.teams[:MAX_TEAM_ROWS], estimates=estimates)
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= MAX_ASSUMED_CHARS else text[: MAX_ASSUMED_CHARS - 1] + "…"
+
+
 def _time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime(TIME_FORMAT)
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.strptime(text, TIME_FORMAT).replace(tzinfo=UTC)
 
 
 def _to_item(report: PoolUsageReport) -> dict[str, Any]:
     return {
         "measured_at": {"S": _time(report.measured_at)},
         "pools": {"L": [{"M": _pool_to_item(pool)} for pool in report.pools]},
+        "teams": {"L": [{"M": _team_to_item(team)} for team in report.teams]},
+        "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in report.estimates.values()]},
     }
+
+
+def _count(value: int | None) -> dict[str, Any]:
+    return {"NULL": True} if value is None else {"N": str(value)}
+
+
+def _team_to_item(team: TeamMeasure) -> dict[str, Any]:
+    item = {
+        "team": {"S": team.team},
+        "pool": {"S": team.pool},
+        "quota": _count(team.quota),
+        "in_use": {"N": str(team.in_use)},
+        "borrowed": {"N": str(team.borrowed)},
+        "lent": {"N": str(team.lent)},
+        "pending": {"N": str(team.pending)},
+    }
+    if team.longest_wait_s is not None:
+        item["longest_wait_s"] = {"N": f"{team.longest_wait_s:.6f}"}
+    return item
+
+
+def _team_from_item(item: dict[str, Any]) -> TeamMeasure:
+    return TeamMeasure(
+        team=item["team"]["S"],
+        pool=item["pool"]["S"],
+        quota=None if "NULL" in item["quota"] else int(item["quota"]["N"]),
+        in_use=int(item["in_use"]["N"]),
+        borrowed=int(item["borrowed"]["N"]),
+        lent=int(item["lent"]["N"]),
+        pending=int(item["pending"]["N"]),
+        longest_wait_s=float(item["longest_wait_s"]["N"]) if "longest_wait_s" in item else None,
+    )
+
+
+def _estimate_to_item(estimate: StartEstimate) -> dict[str, Any]:
+    at = {"NULL": True} if estimate.at is None else {"S": _time(estimate.at)}
+    return {"job": {"S": estimate.job_name}, "at": at, "assumed": {"S": estimate.assumed}}
+
+
+def _estimate_from_item(item: dict[str, Any]) -> StartEstimate:
+    at = None if "NULL" in item["at"] else _parse_time(item["at"]["S"])
+    return StartEstimate(job_name=item["job"]["S"], at=at, assumed=item["assumed"]["S"])
 
 
 def _pool_to_item(pool: PoolMeasure) -> dict[str, Any]:
@@ -79,5 +163,11 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
         )
         for entry in item["pools"]["L"]
     )
-    measured_at = datetime.strptime(item["measured_at"]["S"], TIME_FORMAT).replace(tzinfo=UTC)
-    return PoolUsageReport(pools=pools, measured_at=measured_at)
+    teams = tuple(_team_from_item(entry["M"]) for entry in item.get("teams", {}).get("L", ()))
+    estimates = (_estimate_from_item(entry["M"]) for entry in item.get("estimates", {}).get("L", ()))
+    return PoolUsageReport(
+        pools=pools,
+        measured_at=_parse_time(item["measured_at"]["S"]),
+        teams=teams,
+        estimates={estimate.job_name: estimate for estimate in estimates},
+    )

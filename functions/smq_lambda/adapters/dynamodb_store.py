@@ -297,11 +297,13 @@ class DynamoJobStore:
         live = [self._read(item) for item in sorted(items, key=order_key_of)]
         return InUse(live=live, outside=holders.outside, pools=holders.pools)
 
-    def pending_window(self, pool: str, limit: int) -> list[Job]:
-        return self._indexes.pending_window(pool, limit)
+    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+        return self._indexes.pending_window(pool, limit, team=team)
 
-    def count_pending(self, pool: str, *, after: str | None = None, before: str | None = None) -> int:
-        return self._indexes.count_pending(pool, after=after, before=before)
+    def count_pending(
+        self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
+    ) -> int:
+        return self._indexes.count_pending(pool, after=after, before=before, team=team)
 
     def list_jobs(
         self,

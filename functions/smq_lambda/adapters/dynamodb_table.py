@@ -46,6 +46,7 @@ _NAMES = {
     "#job_id": "job_id",
     "#order_key": "order_key",
     "#pending_pool": "pending_pool",
+    "#pending_team": "pending_team",
 }
 """Placeholders for every attribute an expression names: several are DynamoDB reserved words."""
 _PLACEHOLDER = re.compile(r"#\w+")

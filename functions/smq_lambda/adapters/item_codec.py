@@ -17,21 +17,34 @@ Item layout (partition key `name`):
     earlier_job_ids                             L  of S: earlier jobs of the name, newest first
                                                    (absent when empty)
     reason                                      S  (absent when None)
+    team                                        S  the team tag's value at submission (absent when None)
+    expected_duration_s, max_runtime_s          N  the `smq:expected-duration` tag and StoppingCondition.
+                                                   MaxRuntimeInSeconds, in seconds (absent when None)
     request                                     S  JSON text: the CreateTrainingJob dict exactly as
                                                    submitted (a map would turn ints into Decimals
                                                    and drop key order)
-    order_key                                   S  sort key of both indexes (scheduling order)
+    order_key                                   S  sort key of every index (scheduling order)
     pending_pool                                S  only while pending: the sparse `pending-by-pool`
                                                    index holds pending jobs and nothing else
+    pending_team                                S  only while pending: `<pool>#<team>` (`<pool>#` for
+                                                   no team), the key of the sparse `pending-by-team`
+                                                   index: one team's pending jobs of one pool
     expires_at                                  N  only in terminal states: the table's TTL
 
 Free texts (reasons, what a change did) are stored up to MAX_TEXT_CHARS characters, so that with
 the bounded lists above and the API's 256 KB request limit a job always fits DynamoDB's 400 KB item.
 
+Items written before `team`, `expected_duration_s`, `max_runtime_s` and `pending_team` existed
+decode with None for the three fields; such a pending job is in no team's window until its next
+write (every pool window still shows it). The pending indexes project the three fields: a stack
+deployed before them must have its pending indexes recreated, since DynamoDB cannot change a GSI's
+projection in place (see the QueueTable comment in template.yaml).
+
 Earlier jobs of a reused name (see `archived`) live under the key `<name>#<job_id>`, with no
-`order_key` or `pending_pool`: they are in neither index. The table's other keys cannot collide with
-a job or with each other: job names never contain '#' (and never '.', which every idempotency record
-key `<function>#<hash>` has); the scheduler lease is `#scheduler-lease`, which no job name starts with.
+`order_key`, `pending_pool` or `pending_team`: they are in no index. The table's other keys cannot
+collide with a job or with each other: job names never contain '#' (and never '.', which every
+idempotency record key `<function>#<hash>` has); the scheduler lease is `#scheduler-lease`, the pool
+usage report `#pool-usage` and the teams' usage `#team-usage`, which no job name starts with.
 """
 
 from __future__ import annotations
@@ -54,7 +67,7 @@ _TOKEN_VERSION = 1
 MAX_TEXT_CHARS = 1024
 """The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
 ARCHIVE_SEPARATOR = "#"
-_INDEX_ATTRIBUTES = ("order_key", "pending_pool")
+_INDEX_ATTRIBUTES = ("order_key", "pending_pool", "pending_team")
 IMMUTABLE_ATTRIBUTES = frozenset({"name", "job_id", "submitted_at", "owner", "demand", "pool"})
 """Set by `create` and never changed: a save updates every other attribute (the request, up to
 256 KB, only when it changed: see DynamoJobStore.save)."""
@@ -67,7 +80,11 @@ OPTIONAL_ATTRIBUTES = (
     "reason",
     "not_before",
     "stop_outcome",
+    "team",
+    "expected_duration_s",
+    "max_runtime_s",
     "pending_pool",
+    "pending_team",
     "expires_at",
 )
 """Attributes an item has only when they have a value: a save removes the ones its job lacks."""
@@ -135,8 +152,15 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         item["not_before"] = {"S": format_time(job.not_before)}
     if job.stop_outcome is not None:
         item["stop_outcome"] = {"S": str(job.stop_outcome)}
+    if job.team is not None:
+        item["team"] = {"S": job.team}
+    if job.expected_duration_s is not None:
+        item["expected_duration_s"] = {"N": str(job.expected_duration_s)}
+    if job.max_runtime_s is not None:
+        item["max_runtime_s"] = {"N": str(job.max_runtime_s)}
     if job.state is JobState.PENDING:
         item["pending_pool"] = {"S": job.pool}
+        item["pending_team"] = {"S": pending_team_key(job.pool, job.team)}
     expiry = expires_at(job, ttl_days)
     if expiry is not None:
         item["expires_at"] = {"N": str(expiry)}
@@ -172,7 +196,16 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         history=tuple(_change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),
         earlier_job_ids=tuple(entry["S"] for entry in item.get("earlier_job_ids", {"L": []})["L"]),
         stop_outcome=_optional_outcome(item, "stop_outcome"),
+        team=_optional_s(item, "team"),
+        expected_duration_s=_optional_n(item, "expected_duration_s"),
+        max_runtime_s=_optional_n(item, "max_runtime_s"),
     )
+
+
+def pending_team_key(pool: str, team: str | None) -> str:
+    """The `pending-by-team` partition of a pending job of `team` in `pool` ("" or None: no team).
+    Pools never contain '#', so the key is unambiguous whatever the team's value."""
+    return f"{pool}{ARCHIVE_SEPARATOR}{team or ''}"
 
 
 def archive_key(name: str, job_id: str) -> str:
@@ -182,7 +215,8 @@ def archive_key(name: str, job_id: str) -> str:
 
 def archived(item: Mapping[str, Mapping[str, Any]]) -> Item:
     """A finished job's item as kept once its name is reused: same attributes under its archive
-    key, out of both indexes (no `order_key`, no `pending_pool`), expiring when it would have."""
+    key, out of every index (no `order_key`, `pending_pool` or `pending_team`), expiring when it
+    would have."""
     copy = {key: dict(value) for key, value in item.items() if key not in _INDEX_ATTRIBUTES}
     copy["name"] = {"S": archive_key(item["name"]["S"], item["job_id"]["S"])}
     return copy
@@ -263,6 +297,11 @@ def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 def _optional_s(item: Mapping[str, Mapping[str, Any]], key: str) -> str | None:
     value = item.get(key)
     return None if value is None else value["S"]
+
+
+def _optional_n(item: Mapping[str, Mapping[str, Any]], key: str) -> int | None:
+    value = item.get(key)
+    return None if value is None else int(value["N"])
 
 
 def _optional_outcome(item: Mapping[str, Mapping[str, Any]], key: str) -> AttemptOutcome | None:

@@ -21,6 +21,8 @@ _MAX_DOUBLINGS = (BACKOFF_MAX // BACKOFF_BASE).bit_length()
 """Doublings after which BASE * 2**n is past MAX: the exponent stops here, so no count overflows."""
 GOVERNANCE = "governance"
 """Who made a change the governance policy decided (in a job's history)."""
+SCHEDULER = "scheduler"
+"""Who made a change a scheduling pass decided (in a job's history)."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,11 @@ def _least_seconds_of(refusals: int) -> int:
     return ramp_seconds + (refusals - ramp) * int(BACKOFF_MAX.total_seconds())
 
 
-def request_stop(job: Job, now: datetime, *, preempt: bool, reason: str) -> Job:
-    """A stop was decided: preemption returns the job to the queue, a cancel ends it."""
-    return _advance(job, JobState.PREEMPTING if preempt else JobState.STOPPING, now, reason=reason)
+def request_stop(job: Job, now: datetime, *, preempt: bool, reason: str, history: str | None = None) -> Job:
+    """A stop was decided: preemption returns the job to the queue, a cancel ends it. `history`:
+    a note the scheduler keeps in the job's history (how it is treated from now on)."""
+    stopping = _advance(job, JobState.PREEMPTING if preempt else JobState.STOPPING, now, reason=reason)
+    return stopping if history is None else with_change(stopping, Change(at=now, by=SCHEDULER, what=history))
 
 
 def stop_for_governance(job: Job, now: datetime, *, outcome: AttemptOutcome, reason: str) -> Job:

@@ -133,6 +133,27 @@ class Aging:
         return self.per_hour > 0 and self.cap > 0
 
 
+def lent_by(borrowed: int, idle: Mapping[str, int], teams: Teams) -> dict[str, int]:
+    """Whose idle quota `borrowed` instances of a pool run on. Nothing records it (a pool is one
+    pool: a borrowed instance runs on no particular team's quota), so one rule says it, wherever
+    it is shown (reasons, GET /quotas, the simulation): the borrowed instances are divided over the
+    idle quota (`idle`, per group) of the groups that lend, in proportion to it, by largest
+    remainder (ties in `Teams.names()` order). No group lends more than its idle quota; borrowing
+    beyond what the lenders have idle (a pool that shrank, a reserving team's idle quota used
+    before a change of sharing) is lent by no one."""
+    order = teams.names()
+    shares = {team: idle.get(team, 0) for team in order if teams.sharing(team).lends and idle.get(team, 0) > 0}
+    total = sum(shares.values())
+    amount = min(max(borrowed, 0), total)
+    if amount == 0:
+        return {}
+    parts = {team: amount * share // total for team, share in shares.items()}
+    left = amount - sum(parts.values())
+    for team in sorted(shares, key=lambda name: (-(amount * shares[name] % total), order.index(name)))[:left]:
+        parts[team] += 1
+    return {team: part for team, part in parts.items() if part > 0}
+
+
 def decay_usage(
     previous: Mapping[str, float], elapsed_s: float, held: Mapping[str, int], half_life_s: float
 ) -> dict[str, float]:

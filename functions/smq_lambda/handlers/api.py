@@ -47,7 +47,7 @@ from smq_lambda.handlers.tracing import traced
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
 from smq_lambda.settings import Settings
-from smq_lambda.views import error_view, job_view, page_view, pools_view
+from smq_lambda.views import error_view, job_view, page_view, pools_view, quotas_view
 
 if TYPE_CHECKING:
     from smq_lambda.adapters.replay_store import ReplayStore
@@ -130,6 +130,10 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     @app.get("/pools")
     def pools() -> Response:
         return _json(200, pools_view(service.pools()))
+
+    @app.get("/quotas")
+    def quotas() -> Response:
+        return _json(200, quotas_view(service.quotas()))
 
     def rejected(status: int, field: str | None, message: str) -> Response:
         _count("RequestsRejected", status=str(status))

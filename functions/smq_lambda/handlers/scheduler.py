@@ -9,6 +9,7 @@ ends with a pass too (`handle`), because every trigger may have freed or claimed
 Every invocation publishes what it did and what it found: JobsStarted, JobsPreempted, StartsRefused,
 JobErrors (one job's unexpected error, isolated so the others went on), StuckJobs, and per pool
 WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired and per pool QueueDepth.
+With quotas, per team and pool TeamInUse, TeamBorrowed, TeamPending and TeamWaitTime (team_metrics.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from smq_lambda.errors import ConfigError
 from smq_lambda.handlers import scheduler_input
 from smq_lambda.handlers.aws_clients import client
 from smq_lambda.handlers.scheduler_input import SAGEMAKER_SOURCE, SCHEDULE_SOURCE, Kick, Malformed, StateChange
+from smq_lambda.handlers.team_metrics import record_team_metrics
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
 
@@ -64,6 +66,7 @@ def default_scheduler() -> Scheduler:
     from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
     from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+    from smq_lambda.adapters.dynamodb_team_usage import DynamoTeamUsageHistory
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
     from smq_lambda.adapters.ssm_config import SsmConfigSource
     from smq_lambda.domain.lifecycle import StartRetryLimits
@@ -85,6 +88,7 @@ def default_scheduler() -> Scheduler:
         stuck_after=timedelta(seconds=settings.stuck_after_seconds),
         policy=default_policy(),
         idle_watch=_idle_watch(settings),
+        team_usage=DynamoTeamUsageHistory(settings.table_name, dynamodb),
     )
 
 
@@ -374,3 +378,4 @@ def _record(report: PassReport, job_errors: list[str], reconciliation: Reconcili
             if capacity is not None:
                 per_pool.add_metric(name="PoolCapacity", unit=MetricUnit.Count, value=capacity)
         per_pool.flush_metrics()
+    record_team_metrics(report.usage, NAMESPACE)

@@ -90,8 +90,9 @@ class QuotaPass(PassState):
         why_not = self._why_not_borrow(team, job.demand, beyond)
         if why_not is None:
             self._release_heads(job, team)
-            lenders = {pool: self.teams.lenders(pool, n, besides=team) for pool, n in beyond.items()}
-            self.admit(job, reason=quota_reasons.borrowing(team, beyond, lenders))
+            borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
+            lenders = {pool: self.teams.lenders(pool, n) for pool, n in borrowed.items()}
+            self.admit(job, reason=quota_reasons.borrowing(team, borrowed, lenders))
             self.teams.take(team, job.demand)
             return
         candidates, protected = self.priority_candidates(job, among=lambda other: self.teams.team(other) == team)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
-from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.domain.teams import UNASSIGNED, lent_by
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
@@ -81,21 +81,15 @@ class TeamLedger:
             if team != besides and not self._teams.sharing(team).lends
         )
 
-    def lenders(self, pool: str, count: int, *, besides: str) -> list[tuple[str, int]]:
-        """Whose idle quota `count` borrowed instances of `pool` run on: the lending teams with the
-        most idle quota first (then by name), as far as `count` goes."""
-        idle = sorted(
-            ((self.idle(team, pool), team) for team in self._teams.names() if team != besides),
-            key=lambda pair: (-pair[0], pair[1]),
-        )
-        lent = []
-        for available, team in idle:
-            if count <= 0 or available <= 0:
-                break
-            if self._teams.sharing(team).lends:
-                lent.append((team, min(available, count)))
-                count -= available
-        return lent
+    def lenders(self, pool: str, count: int) -> list[tuple[str, int]]:
+        """Whose idle quota `count` more borrowed instances of `pool` run on: what `lent_by`
+        attributes with them, less what it attributed to the borrowing already counted."""
+        teams = self._teams.names()
+        idle = {team: self.idle(team, pool) for team in teams}
+        quotas = {team: self.quota(team, pool) or 0 for team in teams}
+        borrowed = sum(max(self.claim(team, pool) - quotas[team], 0) for team in teams)
+        before, after = lent_by(borrowed, idle, self._teams), lent_by(borrowed + count, idle, self._teams)
+        return [(team, after[team] - before.get(team, 0)) for team in after if after[team] > before.get(team, 0)]
 
     def held_share(self, team: str) -> float:
         """Instances the team holds over all pools, per instance of its quota."""

@@ -18,14 +18,29 @@ cost is fixed per pool, whatever the depth of the queue. What it gives up, and s
   hold back the other pools it needs.
 
 A pool without a limit (an unpooled type under `unlimited`) starts at most `UNLIMITED_WINDOW` jobs a
-pass; the events of those starts bring the next pass. Team quotas will read one window per team and
-pool, the same bound per head.
+pass; the events of those starts bring the next pass.
+
+With team quotas each team has a head of its own, and a team with free quota must not be hidden
+behind another team's backlog. So besides each pool's window the pass reads one window per team and
+pool (`team_window_sizes`, from the pending-by-team index), the same bound per head:
+
+    max(free, quota, 0) (could start) + 1 (the head) + the same look-ahead
+
+`free` is the pool's free instances and `quota` the team's quota in it. A team that reclaims lent
+instances has taken every free one first and starts at most its quota in all; one that does not
+starts at most the free instances: either way at most max(free, quota) jobs. The windows read are
+those of every configured team with a quota in the pool, of every team that may borrow while the
+pool has free instances, and of jobs without a team tag (`""`); a job whose team tag names no
+configured team is unassigned but has a partition of its own, so it is seen through the pool's
+window only. Pools without a limit have no quotas and no team windows. A job read in two windows is
+decided over once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from smq_lambda.domain.teams import UNASSIGNED, Teams
 from smq_lambda.scheduling.capacity import Ledger
 
 SKIP_LOOKAHEAD = 16
@@ -35,9 +50,35 @@ UNLIMITED_WINDOW = 100
 
 def window_sizes(pools: Iterable[str], ledger: Ledger, *, backfill: bool) -> dict[str, int]:
     """Per pool, how many of its first pending jobs the pass reads."""
-    lookahead = SKIP_LOOKAHEAD + (BACKFILL_LOOKAHEAD if backfill else 0)
+    lookahead = _lookahead(backfill)
     sizes = {}
     for pool in pools:
         free = ledger.free(pool)
         sizes[pool] = UNLIMITED_WINDOW if free is None else max(free, 0) + 1 + lookahead
     return sizes
+
+
+def team_window_sizes(
+    pools: Iterable[str], ledger: Ledger, teams: Teams, *, backfill: bool
+) -> dict[tuple[str, str], int]:
+    """Per (pool, team as jobs carry it: "" for no team tag), how many of that team's first pending
+    jobs in the pool the pass reads besides the pool's window; empty without quotas."""
+    if not teams.enabled:
+        return {}
+    lookahead = _lookahead(backfill)
+    sizes: dict[tuple[str, str], int] = {}
+    for pool in pools:
+        free, capacity = ledger.free(pool), ledger.capacity(pool)
+        if free is None or capacity is None:
+            continue
+        for team in teams.names():
+            quota = teams.quota(team, pool, capacity) or 0
+            borrows = free > 0 and teams.sharing(team).borrows and teams.borrow_limit(team) != 0
+            if team == UNASSIGNED or quota > 0 or borrows:
+                key = "" if team == UNASSIGNED else team
+                sizes[(pool, key)] = max(free, quota, 0) + 1 + lookahead
+    return sizes
+
+
+def _lookahead(backfill: bool) -> int:
+    return SKIP_LOOKAHEAD + (BACKFILL_LOOKAHEAD if backfill else 0)

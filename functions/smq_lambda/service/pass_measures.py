@@ -12,6 +12,7 @@ from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.ports import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.service.team_measures import held_by_group, team_measures, waiting_by_group
 
 STUCK_STATES = frozenset({JobState.STARTING, JobState.PREEMPTING, JobState.STOPPING})
 """States a job passes through on its way elsewhere: SageMaker normally moves it on in minutes."""
@@ -32,10 +33,15 @@ def pool_usage(
     config: SchedulerConfig,
     now: datetime,
     heads: Mapping[str, str],
+    pending: Iterable[Job] = (),
 ) -> PoolUsageReport:
     """Every configured pool, then any instance type live jobs or waiting heads use without a pool
     (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs
-    plus training jobs outside the queue), and the job that waits first for it."""
+    plus training jobs outside the queue), and the job that waits first for it.
+
+    With quotas configured, also each team's share of those pools (service/team_measures.py);
+    `pending` are the pending jobs the pass saw (its windows), counted per team and pool with the
+    longest wait among them."""
     held = [job for job in live if job.state in LIVE_STATES]
     ledger = Ledger.measure(Snapshot(jobs=tuple(held), external_usage=outside), config)
     names = list(config.pools)
@@ -46,4 +52,10 @@ def pool_usage(
         PoolMeasure(pool=pool, capacity=ledger.capacity(pool), in_use=ledger.used(pool), head=heads.get(pool))
         for pool in names
     )
-    return PoolUsageReport(pools=pools, measured_at=now)
+    teams = team_measures(
+        {measure.pool: measure.capacity for measure in pools},
+        config.teams,
+        held_by_group(held, config.teams),
+        waiting_by_group(pending, config.teams, now),
+    )
+    return PoolUsageReport(pools=pools, measured_at=now, teams=teams)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import assert_never
 
@@ -15,14 +15,24 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.ports import ConfigSource, JobStore, PassLease, PoolUsageBoard, PoolUsageReport
+from smq_lambda.ports import (
+    ConfigSource,
+    JobStore,
+    PassLease,
+    PoolUsageBoard,
+    PoolUsageReport,
+    StartEstimate,
+    TeamUsageHistory,
+)
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide_pass
-from smq_lambda.scheduling.snapshot import Snapshot
-from smq_lambda.scheduling.window import window_sizes
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pool_usage
+from smq_lambda.service.team_usage import TeamUsageKeeper
+from smq_lambda.simulation.estimate import estimate_starts
 
 logger = Logger(service="smq", child=True)
 
@@ -57,6 +67,7 @@ class Passes:
         effects: JobEffects,
         usage_board: PoolUsageBoard | None,
         stuck_after: timedelta,
+        team_usage: TeamUsageHistory | None = None,
     ) -> None:
         self._store = store
         self._config = config
@@ -65,6 +76,7 @@ class Passes:
         self._effects = effects
         self._usage_board = usage_board
         self._stuck_after = stuck_after
+        self._team_usage = TeamUsageKeeper(team_usage)
 
     def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
         """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
@@ -93,8 +105,9 @@ class Passes:
         """One decide-and-apply pass; True when a refused start freed capacity worth another pass.
 
         It reads what its decisions can depend on: every live job and the outside usage, exactly
-        (`JobStore.in_use`), and per pool the first pending jobs as far as they can matter (see
-        scheduling/window.py), never the whole queue.
+        (`JobStore.in_use`), and per pool (with team quotas, also per team and pool) the first
+        pending jobs as far as they can matter (see scheduling/window.py), never the whole queue;
+        with team quotas, also the teams' past usage (see service/team_usage.py).
         """
         report.passes += 1
         now = self._clock()
@@ -102,14 +115,12 @@ class Passes:
         held = self._store.in_use()
         ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
         pools = sorted(set(config.pools) | held.pools)
-        live_names = {job.name for job in held.live}
-        pending: dict[str, Job] = {}
-        for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items():
-            for job in self._store.pending_window(pool, size):
-                if job.name not in live_names and job.state is JobState.PENDING:
-                    pending.setdefault(job.name, job)
-        jobs = [*held.live, *pending.values()]
-        decision = decide_pass(Snapshot(jobs=tuple(jobs), external_usage=held.outside), now, config)
+        pending = self._pending(pools, ledger, config, {job.name for job in held.live})
+        jobs = [*held.live, *pending]
+        counted = self._team_usage.count(config.teams, held.live, now)
+        team_usage = counted.usage if counted is not None else {}
+        snapshot = Snapshot(jobs=tuple(jobs), external_usage=held.outside, team_usage=team_usage)
+        decision = decide_pass(snapshot, now, config)
         by_name = {job.name: job for job in jobs}
         after = dict(by_name)  # each job as this pass leaves it
         refused_before = len(report.refused)
@@ -120,11 +131,42 @@ class Passes:
             if job.state is JobState.STOPPING and job.current_attempt is not None:
                 with isolated(job.name, "stop", report.job_errors):
                     self._effects.stop(job.current_attempt.training_job_name)
+        self._team_usage.keep(counted)
         final = [job for job in after.values() if job.is_live]
         report.stuck = count_stuck(final, now, self._stuck_after)
-        report.usage = pool_usage(final, held.outside, config, now, decision.heads)
+        waiting = [job for job in after.values() if job.state is JobState.PENDING]
+        usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting)
+        left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
+        report.usage = replace(usage, estimates=self._estimates(left, now, config))
         self._publish(report.usage)
         return len(report.refused) > refused_before
+
+    def _estimates(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
+        """Start estimates for the pending jobs the pass saw, made after its actions were applied
+        (off the path of any start or stop) and bounded (see simulation/estimate.py). A failure
+        costs the estimates of this pass, never the pass."""
+        try:
+            return estimate_starts(snapshot, now, config)
+        except Exception:
+            logger.exception("start estimates failed; this pass publishes none")
+            return {}
+
+    def _pending(self, pools: list[str], ledger: Ledger, config: SchedulerConfig, live: set[str]) -> list[Job]:
+        """The pending jobs of every window (each pool's, and with quotas each team's in each pool),
+        each once, the live ones left out (the index may lag a start)."""
+        windows = [
+            self._store.pending_window(pool, size)
+            for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items()
+        ]
+        team_windows = team_window_sizes(pools, ledger, config.teams, backfill=config.backfill)
+        for (pool, team), size in team_windows.items():
+            windows.append(self._store.pending_window(pool, size, team=team))
+        pending: dict[str, Job] = {}
+        for window in windows:
+            for job in window:
+                if job.name not in live and job.state is JobState.PENDING:
+                    pending.setdefault(job.name, job)
+        return list(pending.values())
 
     def _apply(self, action: Action, decided: Job, now: datetime, report: PassReport) -> Job:
         """Carry out one action; returns the job as it now stands (unchanged when a race was lost).
@@ -148,7 +190,8 @@ class Passes:
                 report.unconfirmed.append(started.name)
             return current
         if isinstance(action, PreemptJob):
-            stopping = self._effects.save(lifecycle.request_stop(job, now, preempt=True, reason=action.reason), job)
+            preempting = lifecycle.request_stop(job, now, preempt=True, reason=action.reason, history=action.history)
+            stopping = self._effects.save(preempting, job)
             if stopping is None:
                 return job
             if stopping.current_attempt is not None:

@@ -10,8 +10,8 @@ what it measured, and `pools()` reads that.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -30,10 +30,12 @@ from smq_lambda.ports import (
     PoolUsageBoard,
     PoolUsageReport,
     SchedulerTrigger,
+    StartEstimate,
 )
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.pass_measures import pool_usage
+from smq_lambda.service.quotas import CurrentQuotas, current_quotas
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, new_job
 
 WRITE_ATTEMPTS = 3
@@ -49,6 +51,17 @@ class PositionedJob:
     job: Job
     position: int | None
     reason: str | None
+    estimated_start: EstimatedStart | None = None
+    """When the last pass expected the job to start; None unless pending and estimated."""
+
+
+@dataclass(frozen=True)
+class EstimatedStart:
+    """A pending job's estimated start (simulation/estimate.py), from the last pass's report."""
+
+    at: datetime | None
+    assumed: str
+    computed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -208,6 +221,22 @@ class QueueService:
                 pools.append(PoolUsage(pool, config.capacity(pool), 0, pending))
         return CurrentPools(pools=pools, measured_at=measured_at)
 
+    def quotas(self) -> CurrentQuotas:
+        """Each team's share of each pool (service/quotas.py): what the last pass measured, under
+        the quotas and capacities configured now, and the pending jobs counted now. Before the first
+        pass, or while the last report predates the quotas, what the live jobs hold is counted from
+        the table by key (`measured_at` None)."""
+        config = self._config.load()
+        report = self._usage_board.latest() if self._usage_board is not None else None
+        measured_at = None if report is None else report.measured_at
+        if not config.teams.enabled:
+            return CurrentQuotas(teams=[], team_tag=config.teams.tag, measured_at=measured_at)
+        if report is None or not report.teams:
+            held = self._store.in_use()
+            report, measured_at = pool_usage(held.live, held.outside, config, self._clock(), {}), None
+        pools = {measure.pool: measure.capacity for measure in with_current_capacity(report, config)}
+        return current_quotas(report, pools, config, self._store, measured_at)
+
     def _load(self, name: str, job_id: str | None = None) -> Job:
         # A name that could never have been queued is unknown without asking the table, which would
         # refuse some of them (empty or oversized keys) with an error instead of "not found".
@@ -270,9 +299,16 @@ class QueueService:
         report = self._usage_board.latest() if self._usage_board is not None else None
         if report is None:
             return None
-        return Heads({measure.pool: measure.head for measure in report.pools if measure.head}, report.measured_at)
+        heads = {measure.pool: measure.head for measure in report.pools if measure.head}
+        return Heads(heads, report.measured_at, report.estimates)
 
     def _explained(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
+        """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
+        entry = self._reasoned(job, position, heads)
+        estimate = heads.estimate_for(job) if heads is not None else None
+        return entry if estimate is None else replace(entry, estimated_start=estimate)
+
+    def _reasoned(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
         """A pending job's reason is the one the passes wrote when it is news (a head, a backoff, a
         job too large for its pool, a job no pass has seen yet); otherwise the job waits behind a
         head, and its reason is its place, computed now."""
@@ -294,10 +330,19 @@ class Heads:
 
     by_pool: dict[str, str]
     measured_at: datetime
+    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
 
     def current_for(self, job: Job) -> bool:
         """The pass saw the job as it is (it has not changed since)."""
         return (job.updated_at or job.submitted_at) <= self.measured_at
+
+    def estimate_for(self, job: Job) -> EstimatedStart | None:
+        """The pass's estimated start of a pending job it saw as it is (a job changed since, say
+        reprioritized, waits for the next pass's)."""
+        estimate = self.estimates.get(job.name)
+        if estimate is None or job.state is not JobState.PENDING or not self.current_for(job):
+            return None
+        return EstimatedStart(estimate.at, estimate.assumed, self.measured_at)
 
 
 def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:

@@ -20,6 +20,7 @@ from smq_lambda.ports import (
     PassLease,
     PolicySource,
     PoolUsageBoard,
+    TeamUsageHistory,
     TrainingJobStatus,
     TrainingService,
 )
@@ -45,9 +46,11 @@ class Scheduler:
         stuck_after: timedelta = STUCK_AFTER,
         policy: PolicySource | None = None,
         idle_watch: IdleWatch | None = None,
+        team_usage: TeamUsageHistory | None = None,
     ) -> None:
         """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
-        alarms (no idle topic configured)."""
+        alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
+        every pass decides with no past usage (see service/team_usage.py)."""
         effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits)
         self._reports = Reports(store=store, effects=effects, clock=clock, policy=policy, idle_watch=idle_watch)
         self._reconciler = Reconciler(
@@ -68,6 +71,7 @@ class Scheduler:
             effects=effects,
             usage_board=usage_board,
             stuck_after=stuck_after,
+            team_usage=team_usage,
         )
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:

@@ -6,8 +6,9 @@ First the request must fit SageMaker's own CreateTrainingJob shape, every constr
 later is refused now. Then the queue's own rules: the members a job on instances needs, what SageMaker
 checks beyond the shape and the queue relies on (an image or algorithm, one instance type per group,
 unique group and tag names), the roles the deployment allows, the tags the queue reserves, the priority
-tag, and scheduling rule 4 (a job that names no pool while unpooled instance types are rejected, or needs
-more instances than its pool holds, could never run).
+tag, the team tag (its key configured: `config.teams.tag`), the `smq:expected-duration` tag, and
+scheduling rule 4 (a job that names no pool while unpooled instance types are rejected, or needs more
+instances than its pool holds, could never run).
 
 Each error names the field as a dotted path (`ResourceConfig.InstanceGroups[1].InstanceCount`) and
 the rule it broke.
@@ -19,10 +20,11 @@ import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeGuard
 
+from smq_lambda.domain.durations import EXPECTED_DURATION_TAG, parse_duration
 from smq_lambda.domain.model import (
     ATTEMPT_TAG,
     JOB_TAG,
@@ -59,7 +61,8 @@ MAX_INSTANCE_COUNT = 10_000
 """Far beyond any account's training quota; it bounds the numbers the queue stores and adds up."""
 RESERVED_TAG_PREFIX = "smq:"
 """The queue tags every attempt with `smq:job` and `smq:attempt`, and drops a request's own tags under
-this prefix when it starts one (adapters/sagemaker.py), so they are refused here rather than lost."""
+this prefix when it starts one (adapters/sagemaker.py), so they are refused here rather than lost;
+except `smq:expected-duration`, which the queue reads at submission (domain/durations.py)."""
 QUEUE_TAGS = (JOB_TAG, ATTEMPT_TAG)
 INTEGER_PATTERN = re.compile(r"[+-]?[0-9]+")
 
@@ -100,7 +103,7 @@ def new_job(
     _check_role(request["RoleArn"], policy)
     _check_algorithm(request["AlgorithmSpecification"])
     demand = _check_resources(request["ResourceConfig"], config)
-    priority = _check_tags(request.get("Tags", ()))
+    tags = _check_tags(request.get("Tags", ()), config)
 
     job_id = job_id or uuid.uuid4().hex
     stored = dict(request)
@@ -117,7 +120,7 @@ def new_job(
         name=name,
         job_id=job_id,
         state=JobState.PENDING,
-        priority=priority,
+        priority=tags.priority,
         submitted_at=now,
         demand=demand,
         owner=owner,
@@ -125,6 +128,9 @@ def new_job(
         reason="queued: waiting for the next scheduling pass",
         updated_at=now,
         request=stored,
+        team=tags.team,
+        expected_duration_s=tags.expected_duration_s,
+        max_runtime_s=_max_runtime(request["StoppingCondition"]),
     )
 
 
@@ -268,9 +274,19 @@ def _check_pool_exists(group: _Group, config: SchedulerConfig) -> None:
     )
 
 
-def _check_tags(tags: Sequence[Mapping[str, str]]) -> int:
+@dataclass(frozen=True)
+class _Tags:
+    """What the queue reads from a request's tags."""
+
+    priority: int = 0
+    team: str | None = None
+    """The value of the configured team tag (`config.teams.tag`); an empty value is no team."""
+    expected_duration_s: int | None = None
+
+
+def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _Tags:
     """The request's own tags leave room for the queue's and use no reserved or repeated key; returns the
-    priority the `priority` tag sets."""
+    priority the `priority` tag sets, the team the team tag names and the expected duration."""
     most = input_shape(CREATE_TRAINING_JOB).members["Tags"].metadata["max"] - len(QUEUE_TAGS)
     if len(tags) > most:
         raise _broken(
@@ -279,17 +295,21 @@ def _check_tags(tags: Sequence[Mapping[str, str]]) -> int:
             f"adds {' and '.join(QUEUE_TAGS)} to every attempt",
         )
     seen: set[str] = set()
-    priority = 0
+    read = _Tags()
     for index, tag in enumerate(tags):
         key = tag["Key"]
-        if key.startswith(RESERVED_TAG_PREFIX):
+        if key.startswith(RESERVED_TAG_PREFIX) and key != EXPECTED_DURATION_TAG:
             raise _broken(f"Tags[{index}].Key", f"{key}: tags starting with {RESERVED_TAG_PREFIX} are the queue's own")
         if key in seen:
             raise _broken(f"Tags[{index}].Key", f"{key} appears more than once")
         seen.add(key)
         if key == PRIORITY_TAG:
-            priority = _parse_priority_tag(tag["Value"])
-    return priority
+            read = replace(read, priority=_parse_priority_tag(tag["Value"]))
+        if key == config.teams.tag:
+            read = replace(read, team=tag["Value"] or None)
+        if key == EXPECTED_DURATION_TAG:
+            read = replace(read, expected_duration_s=_parse_duration_tag(tag["Value"]))
+    return read
 
 
 def _parse_priority_tag(value: str) -> int:
@@ -297,3 +317,16 @@ def _parse_priority_tag(value: str) -> int:
     if not INTEGER_PATTERN.fullmatch(value):
         raise _broken(field, f"must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, not {value!r}")
     return _priority_in_range(int(value), field)
+
+
+def _parse_duration_tag(value: str) -> int:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise _broken(f"Tags[{EXPECTED_DURATION_TAG}]", str(exc)) from None
+
+
+def _max_runtime(stopping: Mapping[str, Any]) -> int | None:
+    """StoppingCondition.MaxRuntimeInSeconds (SageMaker requires it; its shape is checked above)."""
+    value = stopping.get("MaxRuntimeInSeconds")
+    return value if _is_int(value) else None

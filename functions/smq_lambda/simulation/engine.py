@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import random
 import zlib
 from collections import Counter
@@ -27,6 +28,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.domain.teams import Teams
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import decide_spot_fallback
@@ -36,6 +38,7 @@ from smq_lambda.simulation.events import DEFAULT_TIMING, Event, Timing
 from smq_lambda.simulation.metrics import Meters, Moment, fits, percentiles
 from smq_lambda.simulation.policies import PolicyFunction, PolicyName, policy
 from smq_lambda.simulation.progress import Progress
+from smq_lambda.simulation.teams import SimulatedTeams
 from smq_lambda.simulation.timeline import Segment, Slots
 from smq_lambda.simulation.trace import TraceJob, check_pools
 
@@ -84,23 +87,38 @@ class Simulation:
         self.counts: Counter[str] = Counter()
         self.lost: dict[str, float] = {"preemption": 0.0, "interruption": 0.0}
         self.pass_scheduled = False
+        self.team_usage: Mapping[str, float] = {}  # what every pass sees of the teams' past use
+        self.teams = SimulatedTeams.off()  # simulate() gives it the teams of a configuration with quotas
 
     def run(self) -> Result:
         for job in self.trace.values():
             self._schedule(job.submit_s, Event.SUBMITTED, job.name)
-        while self.events:
+        self.play()
+        self.meters.finish(self.clock)
+        return Result(self._metrics(), sorted(self.segments, key=lambda s: (s.start_s, s.job, s.pool)))
+
+    def play(self, *, until_s: float = math.inf, max_events: int | None = None) -> int:
+        """Handle events, a pass after each moment's, until none is left, the next lies past `until_s`,
+        `max_events` were handled (checked between moments) or `done()`; returns the events handled."""
+        handled = 0
+        while self.events and self.events[0][0] <= until_s and not self.done():
+            if max_events is not None and handled >= max_events:
+                break
             moment = self.events[0][0]
             self._advance(moment)
             changed = False
             while self.events and self.events[0][0] == moment:
                 _, kind, _, name, token = heapq.heappop(self.events)
                 changed |= kind != Event.PASS
+                handled += 1
                 self._handle(Event(kind), name, token)
             if changed and not self.pass_scheduled:
                 self.pass_scheduled = True
                 self._schedule(self.clock + self.timing.pass_delay_s, Event.PASS, "")
-        self.meters.finish(self.clock)
-        return Result(self._metrics(), sorted(self.segments, key=lambda s: (s.start_s, s.job, s.pool)))
+        return handled
+
+    def done(self) -> bool:
+        return False  # a whole replay runs until its events run out; a partial one says when it is done
 
     def _schedule(self, at: float, kind: Event, name: str, token: int = 0) -> None:
         heapq.heappush(self.events, (at, int(kind), next(self.sequence), name, token))
@@ -110,17 +128,9 @@ class Simulation:
 
     def _advance(self, to: float) -> None:
         if to > self.clock:
-            self.meters.observe(self._moment(), self.clock, to)
+            self.meters.observe(Moment.of(self.pools, self.outside, self.jobs.values()), self.clock, to)
+            self.teams.observe(self.jobs.values(), self.clock, to)
         self.clock = to
-
-    def _moment(self) -> Moment:
-        releasing: Counter[str] = Counter(self.outside)
-        for job in self.jobs.values():
-            if job.state in RELEASING_STATES:
-                releasing.update(job.demand)
-        pending = sorted((job for job in self.jobs.values() if job.state is JobState.PENDING), key=lambda j: j.order)
-        reclaimable = [job for job in self.jobs.values() if job.state in (JobState.STARTING, JobState.RUNNING)]
-        return Moment(self.pools, self._held(), releasing, pending, reclaimable)
 
     def _handle(self, kind: Event, name: str, token: int) -> None:
         if kind is Event.PASS:
@@ -163,13 +173,15 @@ class Simulation:
             submitted_at=self._now(),
             demand={trace.pool: trace.instances},
             owner=trace.team or "simulation",
+            team=trace.team,
             request=request,
         )
         self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
 
     def _pass(self) -> None:
+        self.team_usage = self.teams.usage(self.team_usage, self.jobs.values(), self.clock)
         active = tuple(job for job in self.jobs.values() if job.state is JobState.PENDING or job.is_live)
-        snapshot = Snapshot(jobs=active, external_usage=dict(self.outside))
+        snapshot = Snapshot(jobs=active, external_usage=dict(self.outside), team_usage=self.team_usage)
         actions = self.policy(snapshot, self._now())
         self.counts["passes"] += 1
         if self.observe is not None:
@@ -177,6 +189,7 @@ class Simulation:
         for action in actions:
             if not self._apply(action):
                 break
+        self.teams.decided(actions, self.jobs, self.clock)
 
     def _apply(self, action: Action) -> bool:
         """Apply one action; False when SageMaker refused a start (the pass ends there)."""
@@ -358,6 +371,7 @@ class Simulation:
             "spot_fallbacks": self.counts["spot_fallbacks"],
             "passes": self.counts["passes"],
             "unfinished": unfinished,
+            **self.teams.report(makespan, self.trace.values()),
         }
 
 
@@ -367,14 +381,17 @@ def simulate(
     policy_name: PolicyName = PolicyName.SMQ,
     timing: Timing = DEFAULT_TIMING,
     observe: PassObserver | None = None,
+    teams: Teams | None = None,
 ) -> Result:
     """Replay `trace` under one policy to the end. Only smq applies the governance rules (spot
-    fallback): the baselines have none."""
+    fallback): the baselines have none. With quotas the result has per-team figures ("teams"), of
+    `teams` when given (a run without quotas measured against the quotas it lacks)."""
     check_pools(trace, config.pools)
     governed = policy_name is PolicyName.SMQ
     run = Simulation(
         trace, config.pools, policy(policy_name, config), governed=governed, timing=timing, observe=observe
     )
+    run.teams = SimulatedTeams(config.teams, config.teams if teams is None else teams, config.pools)
     result = run.run()
     result.metrics = {"policy": str(policy_name), "backfill": config.backfill, **result.metrics}
     return result

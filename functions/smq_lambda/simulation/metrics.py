@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,24 @@ class Moment:
 
     def free(self, pool: str) -> int:
         return self.capacity.get(pool, 0) - self.held.get(pool, 0)
+
+    @classmethod
+    def of(cls, capacity: Mapping[str, int], outside: Mapping[str, int], jobs: Iterable[Job]) -> Moment:
+        """The moment of a simulation's `jobs` (every state) with the instances held `outside` the
+        queue (a spot attempt falling back to on-demand, on their way back)."""
+        held, releasing = Counter(outside), Counter(outside)
+        pending: list[Job] = []
+        reclaimable: list[Job] = []
+        for job in jobs:
+            if job.state in LIVE_STATES:
+                held.update(job.demand)
+            if job.state in RELEASING_STATES:
+                releasing.update(job.demand)
+            if job.state is JobState.PENDING:
+                pending.append(job)
+            elif job.state in (JobState.STARTING, JobState.RUNNING):
+                reclaimable.append(job)
+        return cls(capacity, held, releasing, sorted(pending, key=lambda job: job.order), reclaimable)
 
 
 def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:

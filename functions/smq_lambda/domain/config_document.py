@@ -1,0 +1,266 @@
+"""The queue's configuration document: its pools, its teams' quotas, and the preemption and aging
+rules. The deployed queue reads it from its SSM parameter (the "pools parameter"); `smq local up
+--config` and `smq simulate --config` read the same document from a file.
+
+    {"pools": {"ml.p5.48xlarge": 8},                      instance type → instances; required
+     "team_tag": "team",                                  the tag key naming a job's team
+     "quotas": {"vision": {"instances": {"ml.p5.48xlarge": 4},          required
+                           "sharing": "lend_and_borrow", "borrow_limit": 4},
+                "nlp": {"instances": {"ml.p5.48xlarge": 4}, "sharing": "lend"}},
+     "preemption": {"min_runtime_s": 600, "max_preemptions": 3},
+     "aging": {"per_hour": 1, "cap": 5},
+     "usage_half_life_s": 3600}
+
+Two forms. The document is the *full* form above when any of its keys is one of the full form's
+top-level keys (pools, team_tag, quotas, preemption, aging, usage_half_life_s); then `pools` is
+required and any other key is refused. Otherwise it is the *flat* form of the queue before teams,
+`{"ml.g5.xlarge": 8}`: every key an instance type, every value its count, and it means
+`{"pools": {...}}`. An instance type is never one of those words, so the two cannot be confused;
+`{}` is the flat form with no pool.
+
+Defaults: `team_tag` "team"; a quota's `sharing` lend_and_borrow and `borrow_limit` null (as many
+as are idle); `usage_half_life_s` 3600; no `aging` section: no aging (an `aging` section names both
+`per_hour` and `cap`). A member missing from `preemption` (or the whole section) takes the default
+of the mode: QUOTA_PREEMPTION_DEFAULTS (600 s, 3 preemptions) when there are quotas, else no
+protection (PreemptionRules()), exactly the queue before teams. `max_preemptions: null` means no
+limit, which is not the same as leaving it out.
+
+Anything else is refused with a ConfigDocumentError naming the key path
+(`quotas.vision.sharing: 'share' is not one of reserve, lend, lend_and_borrow`), so a typo is
+reported instead of silently changing how the queue schedules.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from smq_lambda.domain.teams import (
+    DEFAULT_TEAM_TAG,
+    DEFAULT_USAGE_HALF_LIFE_S,
+    QUOTA_PREEMPTION_DEFAULTS,
+    UNASSIGNED,
+    Aging,
+    PreemptionRules,
+    Quota,
+    Sharing,
+    Teams,
+)
+from smq_lambda.errors import ConfigError
+
+TOP_LEVEL_KEYS = ("pools", "team_tag", "quotas", "preemption", "aging", "usage_half_life_s")
+QUOTA_KEYS = ("instances", "sharing", "borrow_limit")
+PREEMPTION_KEYS = ("min_runtime_s", "max_preemptions")
+AGING_KEYS = ("per_hour", "cap")
+TAG_KEY_MAX = 128
+TAG_VALUE_MAX = 256
+"""SageMaker's limits on a tag's key and value: a team name is a tag value."""
+TAG_PUNCTUATION = frozenset("_.:/=+-@")
+"""With letters, digits and spaces, the characters SageMaker allows in tag keys and values."""
+
+
+class ConfigDocumentError(ConfigError):
+    """The configuration document breaks a rule; `path` names the key (`quotas.vision.sharing`),
+    empty for the document as a whole."""
+
+    def __init__(self, source: str, path: str, problem: str) -> None:
+        super().__init__(f"{source}: {path}: {problem}" if path else f"{source}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class QueueConfigDocument:
+    pools: Mapping[str, int]
+    teams: Teams = field(default_factory=Teams)
+    preemption: PreemptionRules = field(default_factory=PreemptionRules)
+    aging: Aging = field(default_factory=Aging)
+
+
+def parse_config_document(value: Any, *, source: str) -> QueueConfigDocument:
+    """Validate the decoded JSON `value` (read from `source`, which errors name first)."""
+    return _Parser(source).document(value)
+
+
+def with_pools(document: QueueConfigDocument, pools: Mapping[str, int], *, source: str) -> QueueConfigDocument:
+    """`document` with `pools` added to its own (a pool in both takes the count of `pools`), its
+    quotas checked against the result (`smq simulate --capacity` on top of `--config`)."""
+    merged = {**document.pools, **_Parser(source).pools(dict(pools), path="pools")}
+    _Parser(source).fit(document.teams.quotas, merged)
+    return replace(document, pools=merged)
+
+
+class _Parser:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, problem: str) -> ConfigDocumentError:
+        return ConfigDocumentError(self.source, path, problem)
+
+    def document(self, value: Any) -> QueueConfigDocument:
+        if not isinstance(value, dict):
+            raise self.fail(
+                "",
+                'must be a JSON object: {"pools": {"ml.g5.xlarge": 8}, ...}, or the flat pools form '
+                f'{{"ml.g5.xlarge": 8}}; got {json_type(value)}',
+            )
+        if not any(key in TOP_LEVEL_KEYS for key in value):
+            return QueueConfigDocument(pools=self.pools(value, path=""))
+        unknown = sorted(key for key in value if key not in TOP_LEVEL_KEYS)
+        if unknown:
+            raise self.fail(
+                unknown[0],
+                f'unknown key; the document has {", ".join(TOP_LEVEL_KEYS)} (instance types go under "pools")',
+            )
+        if "pools" not in value:
+            raise self.fail("pools", "is required: the instances of each instance type the queue may hold")
+        pools = self.pools(value["pools"], path="pools")
+        teams = Teams(
+            tag=self.tag_key(value.get("team_tag", DEFAULT_TEAM_TAG), "team_tag"),
+            quotas=self.quotas(value.get("quotas", {}), pools),
+            usage_half_life_s=self.count(
+                value.get("usage_half_life_s", DEFAULT_USAGE_HALF_LIFE_S), "usage_half_life_s", minimum=1
+            ),
+        )
+        defaults = QUOTA_PREEMPTION_DEFAULTS if teams.enabled else PreemptionRules()
+        return QueueConfigDocument(
+            pools=pools,
+            teams=teams,
+            preemption=self.preemption(value.get("preemption", {}), defaults),
+            aging=self.aging(value["aging"]) if "aging" in value else Aging(),
+        )
+
+    def pools(self, value: Any, *, path: str) -> dict[str, int]:
+        members = self.section(value, path or "the document", "of instance type to instance count")
+        pools: dict[str, int] = {}
+        for instance_type, count in members.items():
+            if not instance_type.strip():
+                raise self.fail(path, "an instance type is empty")
+            pools[instance_type] = self.count(count, dotted(path, instance_type))
+        return pools
+
+    def quotas(self, value: Any, pools: Mapping[str, int]) -> dict[str, Quota]:
+        quotas: dict[str, Quota] = {}
+        for team, member in self.section(value, "quotas", "of team name to quota").items():
+            self.team_name(team)
+            quotas[team] = self.quota(member, f"quotas.{team}", pools)
+        self.fit(quotas, pools)
+        return quotas
+
+    def fit(self, quotas: Mapping[str, Quota], pools: Mapping[str, int]) -> None:
+        """The quotas of each pool add up to no more than the pool."""
+        for pool, capacity in pools.items():
+            total = sum(quota.instances.get(pool, 0) for quota in quotas.values())
+            if total > capacity:
+                raise self.fail("quotas", f"quotas of {pool} add up to {total}, the pool has {capacity}")
+
+    def team_name(self, team: str) -> None:
+        path = f"quotas.{team}" if team else 'quotas.""'
+        if not team or len(team) > TAG_VALUE_MAX:
+            raise self.fail(path, f"a team name is a tag value: 1 to {TAG_VALUE_MAX} characters")
+        if team == UNASSIGNED:
+            raise self.fail(path, f"{UNASSIGNED} is the group of jobs of no team, not a team name")
+        if not tag_text(team):
+            raise self.fail(path, "a team name is a tag value: letters, digits, spaces and _.:/=+-@ only")
+
+    def quota(self, value: Any, path: str, pools: Mapping[str, int]) -> Quota:
+        members = self.section(value, path, "with instances, sharing and borrow_limit")
+        unknown = sorted(key for key in members if key not in QUOTA_KEYS)
+        if unknown:
+            raise self.fail(dotted(path, unknown[0]), f"unknown key; a quota has {', '.join(QUOTA_KEYS)}")
+        if "instances" not in members:
+            raise self.fail(dotted(path, "instances"), "is required: the instances of each pool the team owns")
+        instances = self.pools(members["instances"], path=dotted(path, "instances"))
+        for pool in instances:
+            if pool not in pools:
+                configured = ", ".join(sorted(pools)) or "none"
+                raise self.fail(dotted(path, "instances", pool), f"not a configured pool (pools: {configured})")
+        sharing = members.get("sharing", Sharing.LEND_AND_BORROW.value)
+        modes = [mode.value for mode in Sharing]
+        if sharing not in modes:
+            raise self.fail(dotted(path, "sharing"), f"{sharing!r} is not one of {', '.join(modes)}")
+        borrow_limit = members.get("borrow_limit")
+        if borrow_limit is not None:
+            borrow_limit = self.count(borrow_limit, dotted(path, "borrow_limit"), nullable=True)
+            if not Sharing(sharing).borrows:
+                raise self.fail(
+                    dotted(path, "borrow_limit"),
+                    f"only a team that borrows (sharing {Sharing.LEND_AND_BORROW}) has a borrow limit; "
+                    f"this one's sharing is {sharing}",
+                )
+        return Quota(instances=instances, sharing=Sharing(sharing), borrow_limit=borrow_limit)
+
+    def preemption(self, value: Any, defaults: PreemptionRules) -> PreemptionRules:
+        members = self.section(value, "preemption", "with min_runtime_s and max_preemptions")
+        self.known(members, "preemption", PREEMPTION_KEYS)
+        max_preemptions = members.get("max_preemptions", defaults.max_preemptions)
+        return PreemptionRules(
+            min_runtime_s=self.count(members.get("min_runtime_s", defaults.min_runtime_s), "preemption.min_runtime_s"),
+            max_preemptions=None
+            if max_preemptions is None
+            else self.count(max_preemptions, "preemption.max_preemptions", nullable=True),
+        )
+
+    def aging(self, value: Any) -> Aging:
+        members = self.section(value, "aging", "with per_hour and cap")
+        self.known(members, "aging", AGING_KEYS)
+        for key in AGING_KEYS:
+            if key not in members:
+                raise self.fail(f"aging.{key}", "is required in an aging section")
+        per_hour = members["per_hour"]
+        if not is_number(per_hour) or per_hour < 0 or not math.isfinite(per_hour):
+            raise self.fail("aging.per_hour", f"must be a non-negative number of priority points, not {per_hour!r}")
+        return Aging(per_hour=float(per_hour), cap=self.count(members["cap"], "aging.cap"))
+
+    def tag_key(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not 1 <= len(value) <= TAG_KEY_MAX:
+            raise self.fail(path, f"must be a tag key of 1 to {TAG_KEY_MAX} characters, not {value!r}")
+        if value.lower().startswith("aws:"):
+            raise self.fail(path, f"{value!r}: tag keys starting with 'aws:' are reserved for AWS")
+        if not tag_text(value):
+            raise self.fail(path, f"{value!r}: a tag key has letters, digits, spaces and _.:/=+-@ only")
+        return value
+
+    def section(self, value: Any, path: str, shape: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be a JSON object {shape}, not {json_type(value)}")
+        return value
+
+    def known(self, members: Mapping[str, Any], path: str, keys: tuple[str, ...]) -> None:
+        unknown = sorted(key for key in members if key not in keys)
+        if unknown:
+            raise self.fail(dotted(path, unknown[0]), f"unknown key; {path} has {', '.join(keys)}")
+
+    def count(self, value: Any, path: str, *, minimum: int = 0, nullable: bool = False) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            kind = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
+            raise self.fail(path, f"must be {kind}{' or null' if nullable else ''}, not {value!r}")
+        return value
+
+
+def dotted(*parts: str) -> str:
+    return ".".join(part for part in parts if part)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def tag_text(text: str) -> bool:
+    """Whether SageMaker accepts `text` in a tag (`^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$`)."""
+    return all(char in TAG_PUNCTUATION or unicodedata.category(char)[0] in "LZN" for char in text)
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "a number" if is_number(value) else type(value).__name__

@@ -1,0 +1,193 @@
+"""The simulator started from the queue as it stands, instead of from a trace: the real jobs of a
+snapshot (pending, starting, running, stopping), replayed forward in virtual time by the engine and
+the real `decide`.
+
+What the replay assumes, beyond the durations its caller gives (see `estimate`):
+
+* virtual time starts at `now` (the passes see real times: backoffs, minimum runtimes and aging
+  count as they will); no job arrives, no job is cancelled, no attempt is interrupted or fails;
+* start-up takes no time (an attempt trains from the moment it starts), a stop lands `stop_s`
+  after it was sent, and a stopped job resumes from where it stopped (it checkpoints);
+* instances held outside the queue stay held, and the teams' past use stays what it is now;
+* a pass runs after each moment that changed something, when a start backoff ends and when a
+  running job's minimum runtime ends (the moments a pass could decide differently); aging is
+  evaluated at those passes only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.scheduling.actions import StartJob
+from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.simulation.engine import Simulation
+from smq_lambda.simulation.events import Event, Timing
+from smq_lambda.simulation.progress import Progress
+from smq_lambda.simulation.timeline import Segment
+from smq_lambda.simulation.trace import DEFAULT_STOP_S, TraceJob
+
+REPLAY_TIMING = Timing(start_min_s=0.0, start_max_s=0.0, pass_delay_s=0.0)
+RESUME_GRANULARITY_S = 1.0
+"""A stopped job keeps its training to the second (as if it checkpointed continuously)."""
+
+
+class Replay(Simulation):
+    """One replay of `snapshot` from `now` under `config`.
+
+    `durations`: the training each job of the snapshot still needs once it trains, in seconds
+    (math.inf: it never ends). `targets`: the pending jobs whose starts are wanted; the replay is
+    done when all of them started (`started`, in seconds after `now`).
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        now: datetime,
+        config: SchedulerConfig,
+        durations: Mapping[str, float],
+        targets: Collection[str],
+        *,
+        stop_s: float = DEFAULT_STOP_S,
+    ) -> None:
+        super().__init__(
+            (),
+            replay_pools(snapshot, config),
+            lambda view, at: decide(view, at, config),
+            governed=False,
+            timing=REPLAY_TIMING,
+        )
+        self.start = now
+        self.config = config
+        self.team_usage = dict(snapshot.team_usage)
+        self.outside.update({pool: count for pool, count in snapshot.external_usage.items() if count > 0})
+        self.waiting = set(targets)
+        self.started: dict[str, float] = {}
+        self.finished_in: dict[str, list[str]] = {}
+        """Per pool, the jobs that completed there, in order."""
+        self.ahead: dict[str, frozenset[str]] = {}
+        """Per started target, the jobs that completed in its pools before it started: the durations
+        its start depends on."""
+        self._wakes: set[float] = set()
+        for job in snapshot.jobs:
+            self._seed(job, durations[job.name], stop_s)
+        self._schedule(0.0, Event.PASS, "")
+
+    def done(self) -> bool:
+        return not self.waiting
+
+    def still_holding(self) -> list[Job]:
+        """The live jobs when the replay ended."""
+        return [job for job in self.jobs.values() if job.is_live]
+
+    def _at(self, moment: datetime) -> float:
+        return (moment - self.start).total_seconds()
+
+    def _now(self) -> datetime:
+        return self.start + timedelta(seconds=self.clock)
+
+    def _advance(self, to: float) -> None:
+        self.clock = to  # a replay measures nothing but starts
+
+    def _schedule(self, at: float, kind: Event, name: str, token: int = 0) -> None:
+        if kind is Event.READY and at <= self.clock:
+            self._handle(kind, name, token)  # start-up takes no time: it trains at once, with no pass of its own
+        else:
+            super()._schedule(at, kind, name, token)
+
+    def _seed(self, job: Job, duration_s: float, stop_s: float) -> None:
+        trace = TraceJob(
+            name=job.name,
+            submit_s=self._at(job.submitted_at),
+            priority=job.priority,
+            pool=job.pool,
+            instances=job.instances,
+            duration_s=duration_s,
+            team=job.team,
+            checkpoint_every_s=RESUME_GRANULARITY_S,
+            stop_s=stop_s,
+        )
+        self.jobs[job.name] = job
+        self.progress[job.name] = Progress(trace, pending_since=None if job.is_live else 0.0)
+        attempt = job.current_attempt
+        if not job.is_live or attempt is None:
+            if job.not_before is not None and job.not_before > self.start:
+                self._wake(self._at(job.not_before))
+            return
+        self.open_segments[(job.name, attempt.number)] = Segment(
+            job=job.name,
+            attempt=attempt.number,
+            team=job.team,
+            priority=job.priority,
+            pool=job.pool,
+            slots=self.slots.take(job.pool, job.instances),
+            start_s=self._at(attempt.started_at),
+            backfill=attempt.backfill,
+        )
+        if job.state is JobState.STARTING:
+            self._schedule(0.0, Event.READY, job.name, attempt.number)
+        elif job.state is JobState.RUNNING:
+            self._train(job.name)
+        else:
+            stop_sent = self._at(job.updated_at or self.start)
+            self._schedule(max(stop_sent + stop_s, 0.0), Event.STOPPED, job.name, attempt.number)
+
+    def _wake(self, at: float) -> None:
+        """A pass at `at`, once, though nothing else happens then."""
+        if at not in self._wakes and math.isfinite(at):
+            self._wakes.add(at)
+            self._schedule(at, Event.PASS, "")
+
+    def _pass(self) -> None:
+        super()._pass()
+        min_runtime_s = self.config.preemption.min_runtime_s
+        if not (min_runtime_s and self.waiting):
+            return
+        for job in self.jobs.values():
+            attempt = job.current_attempt
+            if job.state in (JobState.STARTING, JobState.RUNNING) and attempt is not None:
+                protected_until = self._at(attempt.started_at) + min_runtime_s
+                if protected_until > self.clock:
+                    self._wake(protected_until)
+
+    def _start(self, job: Job, action: StartJob) -> bool:
+        if not super()._start(job, action):
+            return False
+        if job.name in self.waiting:
+            self.waiting.discard(job.name)
+            self.started[job.name] = self.clock
+            self.ahead[job.name] = frozenset(name for pool in job.demand for name in self.finished_in.get(pool, ()))
+        return True
+
+    def _complete(self, job: Job) -> None:
+        for pool in job.demand:
+            self.finished_in.setdefault(pool, []).append(job.name)
+        super()._complete(job)
+
+    def _stop_landed(self, job: Job) -> None:
+        """A cancel (or a governance stop) sent before the replay began lands: the job is gone."""
+        attempt = job.current_attempt
+        if job.state is not JobState.STOPPING or attempt is None:
+            super()._stop_landed(job)
+            return
+        self._close_segment(job.name, attempt.number, "stopped")
+        del self.jobs[job.name]
+
+
+def replay_pools(snapshot: Snapshot, config: SchedulerConfig) -> dict[str, int]:
+    """Instances per pool the replay's SageMaker has: the configured pools, and for an instance type
+    without a pool, as many as every job of the snapshot and the outside jobs need together when
+    unpooled types are unlimited (so no start is refused), else none."""
+    pools = dict(config.pools)
+    for job in snapshot.jobs:
+        for pool, count in job.demand.items():
+            if pool not in config.pools:
+                pools[pool] = pools.get(pool, 0) + (count if config.capacity(pool) is None else 0)
+    for pool, count in snapshot.external_usage.items():
+        if pool not in config.pools and config.capacity(pool) is None:
+            pools[pool] = pools.get(pool, 0) + max(count, 0)
+    return pools

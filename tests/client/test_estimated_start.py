@@ -1,0 +1,107 @@
+"""A pending job's estimated start as the client shows it: `smq status`, `smq describe`, and the
+waiting lines of `fit()`."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from smq.cli.format import describe_text, status_table
+from smq.follow import queue_changes
+from smq.jobs import now_utc, starts_in
+
+from tests.client.test_cli import NOW, job
+
+ASSUMED = "assumes 1 job ahead runs as tagged (smq:expected-duration); no new higher-priority jobs"
+
+
+def estimate(at: str | None, assumed: str = ASSUMED) -> dict[str, Any]:
+    return {"at": at, "assumed": assumed, "computed_at": "2024-05-01T11:59:00.000Z"}
+
+
+def cells(table: str) -> list[list[str]]:
+    return [re.split(r"\s{2,}", line.strip()) for line in table.strip().splitlines()]
+
+
+def test_status_shows_an_estimated_start_column_when_a_pending_job_has_one() -> None:
+    jobs = [
+        job("running", "running", 9, attempts=[], training_job_name="running-1"),
+        job("soon", "pending", 5, position=1, estimated_start=estimate("2024-05-01T14:10:00.000Z")),
+        job("unknown", "pending", 1, position=2, estimated_start=estimate(None, "unknown: it waits for x")),
+        job("unseen", "pending", 0, position=3),
+    ]
+
+    table = status_table(jobs, NOW)
+
+    header, _, *rows = cells(table)
+    assert header[5:8] == ["Waiting/Running for", "Estimated Start", "Attempts"]
+    assert [row[6] for row in rows[1:]] == ["in 2h10m", "—", "—"]
+    assert rows[0][5:7] == ["1h00m", "0"], "blank for a live job"
+
+
+def test_status_has_no_estimated_start_column_when_no_job_has_one() -> None:
+    jobs = [job("unknown", "pending", 1, position=1, estimated_start=estimate(None)), job("unseen", "pending", 0)]
+
+    assert "Estimated Start" not in status_table(jobs, NOW)
+
+
+def test_describe_tells_when_and_what_it_assumes() -> None:
+    described = job("soon", "pending", 5, position=2, estimated_start=estimate("2024-05-01T14:05:00.000Z"))
+
+    text = describe_text(described, NOW)
+
+    assert f"Estimated start: 2024-05-01 14:05 UTC (in 2h05m) — {ASSUMED}" in text.splitlines()
+
+
+def test_describe_says_when_it_cannot_tell() -> None:
+    why = "unknown: it waits for mystery, whose duration is unknown (no smq:expected-duration tag, no MaxRuntimeInSeconds)"
+    described = job("stuck", "pending", 5, position=2, estimated_start=estimate(None, why))
+
+    text = describe_text(described, NOW)
+
+    assert (
+        "Estimated start: unknown — it waits for mystery, whose duration is unknown "
+        "(no smq:expected-duration tag, no MaxRuntimeInSeconds)"
+    ) in text.splitlines()
+
+
+@pytest.mark.parametrize("state", ["running", "pending"])
+def test_describe_shows_no_estimate_when_there_is_none(state: str) -> None:
+    assert "Estimated start" not in describe_text(job("a", state, 0, position=1), NOW)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(2 * 3600 + 600, "in 2h10m"), (90, "in 1m30s"), (0, "any moment now"), (-60, "any moment now")],
+)
+def test_starts_in(seconds: int, text: str) -> None:
+    assert starts_in(NOW + timedelta(seconds=seconds), NOW) == text
+
+
+def in_a_while() -> str:
+    at = now_utc() + timedelta(hours=2, minutes=10, seconds=30)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def test_the_waiting_line_of_fit_says_when_the_job_should_start() -> None:
+    waiting = job("patient", "pending", 0, position=2, estimated_start=estimate(in_a_while()))
+
+    assert queue_changes(None, waiting) == [
+        "patient is pending at position 2 in ml.p5.48xlarge; estimated start in 2h10m"
+    ]
+
+
+def test_a_first_estimate_is_said_though_the_position_did_not_move() -> None:
+    before = job("patient", "pending", 0, position=2)
+    after = {**before, "estimated_start": estimate(in_a_while())}
+
+    assert queue_changes(before, after) == ["patient is at position 2 in ml.p5.48xlarge; estimated start in 2h10m"]
+    assert queue_changes(after, after) == [], "a later estimate alone is not news"
+
+
+def test_without_an_estimate_the_waiting_line_is_unchanged() -> None:
+    waiting = job("patient", "pending", 0, position=2, estimated_start=estimate(None))
+
+    assert queue_changes(None, waiting) == ["patient is pending at position 2 in ml.p5.48xlarge"]
