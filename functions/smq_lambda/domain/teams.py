@@ -20,9 +20,11 @@ scheduling is exactly what it is without teams.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from smq_lambda.domain.model import Job
 
 DEFAULT_TEAM_TAG = "team"
 DEFAULT_USAGE_HALF_LIFE_S = 3600
@@ -169,3 +171,14 @@ def decay_usage(
     for team, instances in held.items():
         usage[team] = usage.get(team, 0.0) + instances * max(elapsed_s, 0.0) * middle
     return {team: value for team, value in usage.items() if value >= 0.01}
+
+
+def held_by_team(jobs: Iterable[Job], teams: Teams) -> dict[str, int]:
+    """Instances each group's live jobs hold, all pools together: what `decay_usage` adds up, in
+    the deployed scheduler and in the simulation alike."""
+    held: dict[str, int] = {}
+    for job in jobs:
+        if job.is_live:
+            group = teams.team_of(job.team)
+            held[group] = held.get(group, 0) + sum(job.demand.values())
+    return held

@@ -80,9 +80,15 @@ def select_targets(shortfall: Mapping[str, int], candidates: Iterable[Job]) -> S
         if covers(chosen, shortfall):
             break
         chosen.append(job)
+    return minimal(chosen, shortfall)
+
+
+def minimal(chosen: Sequence[Job], shortfall: Mapping[str, int]) -> Sequence[Job] | None:
+    """`chosen` without the jobs it does not need (walked in reverse: Kueue's add-back step);
+    None when even all of them do not cover `shortfall`."""
     if not covers(chosen, shortfall):
         return None
-    for job in reversed(chosen.copy()):
+    for job in reversed(list(chosen)):
         rest = [other for other in chosen if other is not job]
         if covers(rest, shortfall):
             chosen = rest

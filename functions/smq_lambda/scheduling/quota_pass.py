@@ -30,7 +30,7 @@ from smq_lambda.scheduling import quota_reasons
 from smq_lambda.scheduling.aging import Boost
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.pass_state import PassState, limited
-from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, covers, select_targets
+from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, covers, minimal, select_targets
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.scheduling.team_ledger import TeamLedger
 
@@ -214,13 +214,7 @@ class QuotaPass(PassState):
                 chosen.append(job)
                 for pool in shortfall:
                     over[owner, pool] -= job.demand.get(pool, 0)
-        if not covers(chosen, shortfall):
-            return None
-        for job in reversed(chosen.copy()):
-            rest = [other for other in chosen if other is not job]
-            if covers(rest, shortfall):
-                chosen = rest
-        return chosen
+        return minimal(chosen, shortfall)
 
     def _reclaim(self, job: Job, team: str, targets: Sequence[Job]) -> None:
         def reason(target: Job) -> str:

@@ -18,7 +18,7 @@ from datetime import datetime
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Teams, decay_usage
+from smq_lambda.domain.teams import Teams, decay_usage, held_by_team
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
 from smq_lambda.ports import TeamUsageHistory, TeamUsageRecord
 
@@ -35,16 +35,6 @@ class CountedUsage:
     @property
     def usage(self) -> Mapping[str, float]:
         return self.record.usage
-
-
-def held_by_team(live: Iterable[Job], teams: Teams) -> dict[str, int]:
-    """Instances each team's live jobs hold, all pools together, by the group each job schedules in."""
-    held: dict[str, int] = {}
-    for job in live:
-        if job.is_live:
-            group = teams.team_of(job.team)
-            held[group] = held.get(group, 0) + sum(job.demand.values())
-    return held
 
 
 class TeamUsageKeeper:

@@ -14,20 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Teams, decay_usage
+from smq_lambda.domain.teams import Teams, decay_usage, held_by_team
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.simulation.team_metrics import TeamMeters
 from smq_lambda.simulation.trace import TraceJob
-
-
-def held_by_team(jobs: Iterable[Job], teams: Teams) -> dict[str, int]:
-    """Instances each group's live jobs hold, all pools together (as the deployed scheduler counts)."""
-    held: dict[str, int] = {}
-    for job in jobs:
-        if job.is_live:
-            group = teams.team_of(job.team)
-            held[group] = held.get(group, 0) + sum(job.demand.values())
-    return held
 
 
 class SimulatedTeams:
