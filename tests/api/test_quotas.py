@@ -148,3 +148,24 @@ def test_a_jobs_team_is_the_value_of_its_team_tag(api: ApiGateway, teams: Teams)
         ("untagged", None),
     ]
     assert api.get("vision-job").body["team"] == "vision"
+
+
+def test_a_running_job_of_a_borrowing_team_says_it_may_be_reclaimed(
+    api: ApiGateway, store: Any, clock: FakeClock, usage_board: InMemoryPoolUsageBoard, teams: Teams
+) -> None:
+    api.add(tagged("vision-big", "vision", instances=3))
+    run(store, "vision-big", clock())
+    usage_board.publish(
+        PoolUsageReport(
+            pools=(PoolMeasure(G5, 4, 3),),
+            measured_at=clock(),
+            teams=(TeamMeasure("vision", G5, 2, 3, borrowed=1, lent=0),),
+        )
+    )
+
+    reason = api.get("vision-big").body["reason"]
+
+    assert reason.endswith(
+        f"vision is borrowing 1 of {G5} beyond its quota: when a lender needs its quota back, vision's jobs "
+        f"with the least progress are stopped first"
+    )

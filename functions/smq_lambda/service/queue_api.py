@@ -31,6 +31,7 @@ from smq_lambda.ports import (
     PoolUsageReport,
     SchedulerTrigger,
     StartEstimate,
+    TeamMeasure,
 )
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.snapshot import SchedulerConfig
@@ -274,6 +275,8 @@ class QueueService:
         raise VersionConflict(name)
 
     def _positioned(self, job: Job) -> PositionedJob:
+        if job.is_live:
+            return self._explained(job, None, self._heads())
         if job.state is not JobState.PENDING:
             return PositionedJob(job, None, job.reason)
         return self._explained(job, self._positions([job]).get(job.name), self._heads())
@@ -300,12 +303,17 @@ class QueueService:
         if report is None:
             return None
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
-        return Heads(heads, report.measured_at, report.estimates)
+        return Heads(heads, report.measured_at, report.estimates, report.teams)
 
     def _explained(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
         entry = self._reasoned(job, position, heads)
-        estimate = heads.estimate_for(job) if heads is not None else None
+        if heads is None:
+            return entry
+        borrowing = heads.borrowing(job)
+        if borrowing is not None:
+            entry = replace(entry, reason=f"{entry.reason}; {borrowing}" if entry.reason else borrowing)
+        estimate = heads.estimate_for(job)
         return entry if estimate is None else replace(entry, estimated_start=estimate)
 
     def _reasoned(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
@@ -331,10 +339,28 @@ class Heads:
     by_pool: dict[str, str]
     measured_at: datetime
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
+    teams: tuple[TeamMeasure, ...] = ()
 
     def current_for(self, job: Job) -> bool:
         """The pass saw the job as it is (it has not changed since)."""
         return (job.updated_at or job.submitted_at) <= self.measured_at
+
+    def borrowing(self, job: Job) -> str | None:
+        """For a live job whose team runs beyond its quota in one of the job's pools (as the last
+        pass measured), what that means for it: reclaim may stop it."""
+        if not job.is_live or job.team is None:
+            return None
+        beyond = [
+            f"{measure.borrowed} of {measure.pool}"
+            for measure in self.teams
+            if measure.team == job.team and measure.pool in job.demand and measure.borrowed > 0
+        ]
+        if not beyond:
+            return None
+        return (
+            f"{job.team} is borrowing {' and '.join(beyond)} beyond its quota: when a lender needs its quota back, "
+            f"{job.team}'s jobs with the least progress are stopped first"
+        )
 
     def estimate_for(self, job: Job) -> EstimatedStart | None:
         """The pass's estimated start of a pending job it saw as it is (a job changed since, say
