@@ -290,7 +290,7 @@ def measure_package(rebuild: bool) -> dict[str, object]:
     everything = [item for files in parts.values() for item in files]
     without = [item for name, files in parts.items() if name not in RUNTIME_PROVIDED for item in files]
     provided = sorted(name for name in parts if name in RUNTIME_PROVIDED)
-    figures = {
+    return {
         "requirements": str(REQUIREMENTS.relative_to(REPO)),
         "platform": {"platform": LAMBDA_PLATFORM[0], "python_version": LAMBDA_PLATFORM[1]},
         "build_cached": cached,
@@ -309,7 +309,6 @@ def measure_package(rebuild: bool) -> dict[str, object]:
         "unzipped_mb_by_part": {name: size / 1e6 for name, size in sorted(sizes.items(), key=lambda kv: -kv[1])},
         "seconds": time.perf_counter() - started,
     }
-    return figures
 
 
 def package_tables(figures: dict[str, object]) -> str:

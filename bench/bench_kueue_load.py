@@ -411,10 +411,13 @@ def watch(ready: dict[str, Any], jobs: list[Submission], run: Run, timeout: floa
                 )
             print(line, flush=True)
         idle = pending == 0 and in_use == 0
-        if len(answered) == len(jobs) and (idle or pending is None):  # GET /pools unreadable: ask the jobs
-            if not next(iter(client.iter_jobs(page_size=1)), None):
-                run.finished, run.finished_at = True, now
-                return
+        if (
+            len(answered) == len(jobs)
+            and (idle or pending is None)  # GET /pools unreadable: ask the jobs
+            and not next(iter(client.iter_jobs(page_size=1)), None)
+        ):
+            run.finished, run.finished_at = True, now
+            return
         if now > timeout:
             run.timed_out = True
             run.stop.set()
@@ -456,7 +459,7 @@ def read_training_jobs(ready: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _time(value: str | None) -> float | None:
-    return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None if value is None else datetime.fromisoformat(value).timestamp()
 
 
 def _stats(values: list[float]) -> dict[str, float | int | None]:

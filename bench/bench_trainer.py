@@ -39,11 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 TRAIN_SCRIPT = REPO / "trainer" / "train.py"
 sys.path.insert(0, str(REPO / "trainer"))
 
-import hparams
-import topology
-import torch
-from checkpoint_store import CheckpointStore
-from train import Group, Trainer, train_step
+import hparams  # noqa: E402
+import topology  # noqa: E402
+import torch  # noqa: E402
+from checkpoint_store import CheckpointStore  # noqa: E402
+from train import Group, Trainer, train_step  # noqa: E402
 
 MODEL = "vit_tiny_patch16_224"
 WARMUP_STEPS = 2

@@ -190,5 +190,5 @@ class BackgroundWriter:
     def _write(self, step: int, state: dict[str, Any]) -> None:
         try:
             self._on_saved(self._store.write(step, state))
-        except BaseException as exc:  # noqa: BLE001  (re-raised on the training thread by wait())
+        except BaseException as exc:  # re-raised on the training thread by wait()
             self._error = exc

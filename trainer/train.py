@@ -63,7 +63,7 @@ METRIC_DEFINITIONS = [
     {"Name": "train:lr", "Regex": r"lr=([-+0-9.eE]+)"},
     {"Name": "train:step", "Regex": r"step=(\d+) loss="},
 ]
-"""SageMaker ``metric_definitions`` for the progress line; the README shows the same list."""
+"""SageMaker ``metric_definitions`` for the progress line; trainer/README.md shows the same list."""
 
 
 def log(message: str) -> None:

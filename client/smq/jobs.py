@@ -98,7 +98,7 @@ def parse_time(value: str | None) -> datetime | None:
     """An API time (`2024-05-01T12:00:00Z`, fractions allowed) as an aware UTC datetime."""
     if not value:
         return None
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    parsed = datetime.fromisoformat(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

@@ -1,5 +1,5 @@
 """Python API quick start: the queue from code, shaped like the SDK's AWS Batch TrainingQueue
-(README.md, "The client"). tests/client/test_end_to_end.py runs this file unchanged against
+(docs/client.md, "The Python API"). tests/client/test_end_to_end.py runs this file unchanged against
 `smq local up --executor synthetic`.
 """
 

@@ -1,4 +1,5 @@
-"""Data-scientist quick start: `estimator.fit()` through the smq queue (README.md, "The client").
+"""Data-scientist quick start: `estimator.fit()` through the smq queue (README.md, "Data scientists:
+change one argument").
 
 Run from the repository root against `smq local up` (after exporting the variables it prints) or a
 deployed stack (`SMQ_STACK_NAME`). tests/client/test_end_to_end.py runs this file unchanged.

@@ -95,7 +95,7 @@ def test_two_stacks_in_one_account_never_list_or_touch_each_others_alarms(cloudw
         lambda: mine.states(their_names),
         lambda: mine.put(alarm_requests(OTHER_STACK, job, 1, IdlePolicy(), TOPIC)),
     ):
-        with pytest.raises(ValueError, match="smq-idle-smq[.]"):
+        with pytest.raises(ValueError, match=r"smq-idle-smq[.]"):
             call()
     mine.delete(mine.names())
     assert mine.names() == []
@@ -142,6 +142,6 @@ def test_cloudwatch_failures_are_typed(failure: Exception) -> None:
 
 def test_names_outside_the_prefix_are_never_sent() -> None:
     client = MagicMock()
-    with pytest.raises(ValueError, match="smq-idle-smq[.]"):
+    with pytest.raises(ValueError, match=r"smq-idle-smq[.]"):
         CloudWatchIdleAlarms(client, PREFIX).delete(["ops-alarm"])
     client.delete_alarms.assert_not_called()

@@ -314,7 +314,7 @@ def test_describe_carries_what_the_governance_rules_count(stub: Stubber, service
             SecondaryStatus="Interrupted",
             SecondaryStatusTransitions=transitions,
             TrainingTimeInSeconds=42,
-        ),  # fmt: skip
+        ),
         {"TrainingJobName": "train-1"},
     )
 

@@ -30,9 +30,9 @@ def test_moto_server_serves_on_localhost_until_the_block_ends() -> None:
     with moto_server() as url:
         client = boto3.client("dynamodb", region_name=REGION, endpoint_url=url, config=config)
         create_queue_table(client, "served")
-        tables = client.list_tables()["TableNames"]
+        served = client.describe_table(TableName="served")["Table"]["TableStatus"]
 
     assert url.startswith("http://127.0.0.1:")
-    assert "served" in tables
+    assert served == "ACTIVE"
     with pytest.raises(EndpointConnectionError):
         client.list_tables()

@@ -7,6 +7,7 @@ writes them.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -28,7 +29,7 @@ class FakeSageMakerClient:
         self._transitions: dict[str, list[dict[str, Any]]] = {}
         self.described: list[str] = []
 
-    def describe_training_job(self, *, TrainingJobName: str) -> dict[str, Any]:  # noqa: N803 - boto3's name
+    def describe_training_job(self, *, TrainingJobName: str) -> dict[str, Any]:  # boto3's name
         self.described.append(TrainingJobName)
         job = self._training.jobs.get(TrainingJobName)
         if job is None:
@@ -69,17 +70,13 @@ class TrainingLogs:
 
     def __init__(self, logs_client: Any) -> None:
         self._client = logs_client
-        try:
+        with contextlib.suppress(self._client.exceptions.ResourceAlreadyExistsException):
             self._client.create_log_group(logGroupName=LOG_GROUP)
-        except self._client.exceptions.ResourceAlreadyExistsException:
-            pass
 
     def write(self, training_job_name: str, *lines: str, host: str = "algo-1") -> None:
         stream = f"{training_job_name}/{host}-1700000000"
-        try:
+        with contextlib.suppress(self._client.exceptions.ResourceAlreadyExistsException):
             self._client.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        except self._client.exceptions.ResourceAlreadyExistsException:
-            pass
         now = int(time.time() * 1000)
         self._client.put_log_events(
             logGroupName=LOG_GROUP,

@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -188,11 +188,10 @@ def test_an_api_that_never_answers_is_given_up_on_saying_so() -> None:
 
 
 @pytest.fixture
-def closed_port() -> Iterator[int]:
+def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    yield port
+        return sock.getsockname()[1]
 
 
 def test_an_api_that_is_never_reached_is_given_up_on_saying_so(closed_port: int, waits: list[float]) -> None:

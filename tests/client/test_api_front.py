@@ -141,8 +141,10 @@ def test_routes_are_the_openapi_documents() -> None:
     ("header", "key"),
     [
         (
-            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/us-east-1/execute-api/aws4_request, "
-            "SignedHeaders=host;x-amz-date, Signature=abc",
+            (
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/us-east-1/execute-api/aws4_request, "
+                "SignedHeaders=host;x-amz-date, Signature=abc"
+            ),
             "AKIDEXAMPLE",
         ),
         ("Bearer token", None),

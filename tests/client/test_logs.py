@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,10 +33,8 @@ def logs() -> Iterator[Any]:
 
 
 def put(client: Any, stream: str, *events: tuple[int, str]) -> None:
-    try:
+    with contextlib.suppress(client.exceptions.ResourceAlreadyExistsException):
         client.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-    except client.exceptions.ResourceAlreadyExistsException:
-        pass
     client.put_log_events(
         logGroupName=LOG_GROUP,
         logStreamName=stream,

@@ -1,5 +1,6 @@
-"""The client README shows what the tests run: its Python blocks are the example files the
-end-to-end tests execute, and its `smq` session runs, command by command, against the real API."""
+"""The client's documentation shows what the tests run: its Python blocks (the README's quick start,
+docs/client.md's Python API) are the example files the end-to-end tests execute, and the README's
+`smq` session runs, command by command, against the real API."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from tests.client.queue_world import POOL, QueueWorld
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 README = REPOSITORY / "README.md"
+CLIENT_DOCS = REPOSITORY / "docs" / "client.md"
 EXAMPLES = REPOSITORY / "examples" / "client"
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.DOTALL)
+def blocks(language: str, document: Path = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", document.read_text(), flags=re.DOTALL)
 
 
 def without_docstring(path: Path) -> str:
@@ -29,9 +31,9 @@ def without_docstring(path: Path) -> str:
     return source.split('"""', 2)[2].lstrip("\n")
 
 
-@pytest.mark.parametrize("example", ["train_with_queue.py", "queue_api.py"])
-def test_each_python_example_is_shown_verbatim(example: str) -> None:
-    assert without_docstring(EXAMPLES / example) in blocks("python")
+@pytest.mark.parametrize(("example", "document"), [("train_with_queue.py", README), ("queue_api.py", CLIENT_DOCS)])
+def test_each_python_example_is_shown_verbatim(example: str, document: Path) -> None:
+    assert without_docstring(EXAMPLES / example) in blocks("python", document)
 
 
 def session_steps() -> list[tuple[list[str], list[str]]]:

@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("sagemaker.train", reason="needs the SageMaker Python SDK v3 (make test-sdk3)")
 
-from sagemaker.core.helper.session_helper import Session  # noqa: E402
-from sagemaker.core.training.configs import Compute  # noqa: E402
-from sagemaker.train import ModelTrainer  # noqa: E402
-from smq import TrainingQueue  # noqa: E402
-from smq.errors import JobNotFound  # noqa: E402
-from smq.local.stack import LocalStack, LocalStackOptions, client_environment  # noqa: E402
+from sagemaker.core.helper.session_helper import Session
+from sagemaker.core.training.configs import Compute
+from sagemaker.train import ModelTrainer
+from smq import TrainingQueue
+from smq.errors import JobNotFound
+from smq.local.stack import LocalStack, LocalStackOptions, client_environment
 
 pytestmark = pytest.mark.slow
 

@@ -18,18 +18,18 @@ from botocore.validate import ParamValidator
 
 pytest.importorskip("sagemaker.train", reason="needs the SageMaker Python SDK v3 (make test-sdk3)")
 
-from sagemaker.core.helper.session_helper import Session  # noqa: E402
-from sagemaker.core.resources import TrainingJob  # noqa: E402
-from sagemaker.core.training.configs import Compute, InputData, SourceCode  # noqa: E402
-from sagemaker.core.utils.exceptions import FailedStatusError  # noqa: E402
-from sagemaker.train import ModelTrainer  # noqa: E402
-from sagemaker.train.model_trainer import Mode  # noqa: E402
-from smq import TrainingQueue  # noqa: E402
-from smq.api_client import SmqApiClient  # noqa: E402
-from smq.errors import InvalidRequest  # noqa: E402
+from sagemaker.core.helper.session_helper import Session
+from sagemaker.core.resources import TrainingJob
+from sagemaker.core.training.configs import Compute, InputData, SourceCode
+from sagemaker.core.utils.exceptions import FailedStatusError
+from sagemaker.train import ModelTrainer
+from sagemaker.train.model_trainer import Mode
+from smq import TrainingQueue
+from smq.api_client import SmqApiClient
+from smq.errors import InvalidRequest
 
-from tests.client.fake_sagemaker import TRAINING_SECONDS, FakeSageMakerClient, TrainingLogs  # noqa: E402
-from tests.client.queue_world import BUCKET, POOL, ROLE, QueueWorld, training_request  # noqa: E402
+from tests.client.fake_sagemaker import TRAINING_SECONDS, FakeSageMakerClient, TrainingLogs
+from tests.client.queue_world import BUCKET, POOL, ROLE, QueueWorld, training_request
 
 pytestmark = pytest.mark.usefixtures("isolated_home")
 

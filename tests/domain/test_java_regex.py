@@ -31,7 +31,7 @@ def patterns(shape: Any, seen: set[str] | None = None) -> Iterator[str]:
         "structure": lambda: list(shape.members.values()),
         "list": lambda: [shape.member],
         "map": lambda: [shape.key, shape.value],
-    }.get(shape.type_name, lambda: [])()
+    }.get(shape.type_name, list)()
     for child in children:
         yield from patterns(child, seen)
 

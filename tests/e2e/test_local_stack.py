@@ -19,7 +19,7 @@ def client(stack: LocalStack) -> SmqApiClient:
 
 
 def started_at(job: dict, number: int) -> datetime:
-    return datetime.fromisoformat(job["attempts"][number - 1]["started_at"].replace("Z", "+00:00"))
+    return datetime.fromisoformat(job["attempts"][number - 1]["started_at"])
 
 
 @pytest.mark.slow

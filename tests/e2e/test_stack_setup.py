@@ -48,6 +48,5 @@ def test_one_stack_per_process(tmp_path: Path) -> None:
     options = LocalStackOptions(
         capacity={POOL: 1}, executor="synthetic", workdir=tmp_path, reconcile_every_seconds=None
     )
-    with LocalStack(options):
-        with pytest.raises(RuntimeError, match="already running"):
-            LocalStack(options).start()
+    with LocalStack(options), pytest.raises(RuntimeError, match="already running"):
+        LocalStack(options).start()

@@ -134,7 +134,7 @@ def steps_in(stack: LocalStack, training_job: str, pattern: re.Pattern[str]) -> 
 
 
 def at(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return datetime.fromisoformat(value)
 
 
 def test_a_lender_reclaims_its_quota_and_the_borrowed_job_resumes_from_its_checkpoint(
@@ -159,7 +159,7 @@ def test_a_lender_reclaims_its_quota_and_the_borrowed_job_resumes_from_its_check
 
     seen = transitions(client, ["a1", "a2", "b1"])
     assert reason_when(seen["a2"], "preempting").startswith("reclaimed for b/b1: a was borrowing"), seen["a2"]
-    assert [state for state, _ in seen["a1"]] == ["running"], "the job within a's own quota keeps running"
+    assert {state for state, _ in seen["a1"]} == {"running"}, "the job within a's own quota keeps running"
     assert reason_when(seen["b1"], "starting").startswith("within b's quota"), seen["b1"]
     b1 = wait_for(client, "b1", FINISHED, timeout=90)
     resumed_job = wait_for(client, "a2", {"running", *FINISHED}, timeout=90)

@@ -27,15 +27,15 @@ REASONS: list[tuple[str | None, Cause]] = [
     ("InternalServerError: We encountered an internal error - Platform Error: SageMaker pipe channel timed out",
      Cause.INFRASTRUCTURE),
     (CAPACITY, Cause.INFRASTRUCTURE),
-    ("EC2InsufficientCapacityError: Instance type 'ml.g5.48xlarge' is temporarily unavailable in supported "
-     "availability zones [euw1-az1]. Try again in a few minutes, or try a different instance type.",
+    (("EC2InsufficientCapacityError: Instance type 'ml.g5.48xlarge' is temporarily unavailable in supported "
+      "availability zones [euw1-az1]. Try again in a few minutes, or try a different instance type."),
      Cause.INFRASTRUCTURE),
     ("AlgorithmError: RuntimeError: CUDA error: uncorrectable ECC error encountered", Cause.INFRASTRUCTURE),
     ("ClientError: Training cluster repair failed after a hardware failure", Cause.INFRASTRUCTURE),
     (USER_SCRIPT, Cause.USER),
     ("AlgorithmError: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", Cause.USER),
-    ("ClientError: Please use an instance type with more memory, or reduce the size of training data processed on "
-     "an instance.", Cause.USER),
+    (("ClientError: Please use an instance type with more memory, or reduce the size of training data processed on "
+      "an instance."), Cause.USER),
     ("ClientError: Data download failed:NoSuchKey (404): The specified key does not exist.", Cause.USER),
     ("ClientError: Artifact upload failed:Insufficient disk space", Cause.USER),
     ("ResourceLimitExceeded: The account-level service limit 'ml.p3.2xlarge for training job usage' is 0 Instances",
@@ -137,16 +137,17 @@ TRAINED_TEN_MINUTES = transitions("Starting", "Training", "Failed")
     [
         (RUNNING, CAPACITY, 0, Policy(), "retrying as attempt 2 (retry 1 of 2)"),
         (RETRIED_ONCE, INTERNAL, 0, Policy(), "retrying as attempt 4 (retry 2 of 2)"),
-        (RETRIED_TWICE, INTERNAL, 0, Policy(), "not retried: an internal SageMaker error (the only failure "
-         "SageMaker's own RetryStrategy retries), but the job has had its 2 retries (retry.max_retries)"),
+        (RETRIED_TWICE, INTERNAL, 0, Policy(),
+         ("not retried: an internal SageMaker error (the only failure SageMaker's own RetryStrategy retries), "
+          "but the job has had its 2 retries (retry.max_retries)")),
         (RUNNING, INTERNAL, 0, Policy(retry=RetryPolicy(max_retries=0)), "but the job has had its 0 retries"),
         (RUNNING, INTERNAL, 3599, Policy(retry=RetryPolicy(min_training_seconds=3600)),
          "but it trained 3599 s, less than retry.min_training_seconds (3600 s)"),
         (RUNNING, INTERNAL, 3600, Policy(retry=RetryPolicy(min_training_seconds=3600)), "retrying as attempt 2"),
         (RUNNING, INTERNAL, None, Policy(retry=RetryPolicy(min_training_seconds=600)), "retrying as attempt 2"),
         (RUNNING, INTERNAL, None, Policy(retry=RetryPolicy(min_training_seconds=601)), "but it trained 600 s"),
-        (RUNNING, None, 0, Policy(), "training job failed; not retried (unrecognised): SageMaker gave no failure "
-         "reason"),
+        (RUNNING, None, 0, Policy(),
+         "training job failed; not retried (unrecognised): SageMaker gave no failure reason"),
     ],
     ids=["capacity before training", "second retry", "retries used up", "no retries", "too short", "just long enough",
          "trained per the history", "history too short", "no reason"],

@@ -22,7 +22,7 @@ from smq.local.sagemaker.synthetic import synthetic_plan
 
 
 @pytest.mark.parametrize(
-    "raw, decoded",
+    ("raw", "decoded"),
     [
         ('"train.py"', "train.py"),  # the SDK's encoding of a string
         ("train.py", "train.py"),  # a hand-written request
@@ -136,7 +136,7 @@ def test_a_process_killed_by_a_signal_reports_128_plus_the_signal(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "hyperparameters, plan",
+    ("hyperparameters", "plan"),
     [
         ({}, (5.0, "complete")),
         ({"smq_synthetic_duration": "2.5", "smq_synthetic_outcome": "fail"}, (2.5, "fail")),

@@ -56,7 +56,7 @@ def test_unknown_jobs_are_resource_not_found(synthetic: Stack) -> None:
 
 
 @pytest.mark.parametrize(
-    "change, field",
+    ("change", "field"),
     [
         ({"TrainingJobName": "under_score"}, "trainingJobName"),
         ({"TrainingJobName": "x" * 64}, "trainingJobName"),
@@ -141,7 +141,7 @@ def test_the_service_checks_what_boto3_lets_through(synthetic: Stack) -> None:
 
 
 @pytest.mark.parametrize(
-    "change, code, words",
+    ("change", "code", "words"),
     [
         (
             {"HyperParameters": {"smq_synthetic_duration": 0.2}},

@@ -57,22 +57,23 @@ SAME_INPUTS: list[tuple[str, dict[str, Any], type[ApiError], str]] = [
     ("long name", changed(TrainingJobName="x" * 64), ValidationError,
      "at 'trainingJobName' failed to satisfy constraint: Member must have length less than or equal to 63"),
     ("short role", changed(RoleArn="arn:aws:iam::1:r"), ValidationError,
-     "Value 'arn:aws:iam::1:r' at 'roleArn' failed to satisfy constraint: Member must have length greater than or "
-     "equal to 20"),
+     ("Value 'arn:aws:iam::1:r' at 'roleArn' failed to satisfy constraint: Member must have length greater than or "
+      "equal to 20")),
     ("https output", changed(OutputDataConfig={"S3OutputPath": "ftp://b/out"}), ValidationError,
      "Member must satisfy regular expression pattern: (https|s3)://([^/]+)/?(.*)"),
     ("unknown mode", changed(AlgorithmSpecification={"TrainingImage": "i", "TrainingInputMode": "Stream"}),
-     ValidationError, "at 'algorithmSpecification.trainingInputMode' failed to satisfy constraint: Member must "
-     "satisfy enum value set: [Pipe, File, FastFile]"),
+     ValidationError,
+     ("at 'algorithmSpecification.trainingInputMode' failed to satisfy constraint: Member must satisfy enum "
+      "value set: [Pipe, File, FastFile]")),
     ("long hyperparameter", changed(HyperParameters={"lr": "1" * 2501}), ValidationError,
-     "at 'hyperParameters' failed to satisfy constraint: Map value must satisfy constraint: [Member must have "
-     "length less than or equal to 2500]"),
+     ("at 'hyperParameters' failed to satisfy constraint: Map value must satisfy constraint: [Member must have "
+      "length less than or equal to 2500]")),
     ("environment name with a dash", changed(Environment={"MY-VAR": "1"}), ValidationError,
-     "Value 'MY-VAR' at 'environment' failed to satisfy constraint: Map keys must satisfy constraint: [Member "
-     "must satisfy regular expression pattern: [a-zA-Z_][a-zA-Z0-9_]*]"),
+     ("Value 'MY-VAR' at 'environment' failed to satisfy constraint: Map keys must satisfy constraint: [Member "
+      "must satisfy regular expression pattern: [a-zA-Z_][a-zA-Z0-9_]*]")),
     ("tag key with a brace", changed(Tags=[{"Key": "bad{key}", "Value": "v"}]), ValidationError,
-     "Value 'bad{key}' at 'tags.1.member.key' failed to satisfy constraint: Member must satisfy regular "
-     r"expression pattern: ([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"),
+     ("Value 'bad{key}' at 'tags.1.member.key' failed to satisfy constraint: Member must satisfy regular "
+      r"expression pattern: ([\p{L}\p{Z}\p{N}_.:/=+\-@]*)")),
     ("tag without value", changed(Tags=[{"Key": "team"}]), ValidationError,
      "Value null at 'tags.1.member.value' failed to satisfy constraint: Member must not be null"),
     ("runtime beyond an int", changed(StoppingCondition={"MaxRuntimeInSeconds": 2**31}), ValidationError,
@@ -138,8 +139,10 @@ def test_a_wrong_type_names_the_field_as_the_queue_does_too() -> None:
         ),
         (
             changed(ResourceConfig={"InstanceType": "ml.g5.xlarge", "InstanceCount": 0}),
-            "Value '0' at 'resourceConfig.instanceCount' failed to satisfy constraint: Member must have value greater "
-            "than or equal to 1",
+            (
+                "Value '0' at 'resourceConfig.instanceCount' failed to satisfy constraint: Member must have value greater "
+                "than or equal to 1"
+            ),
         ),
         (changed(ResourceConfig={"VolumeSizeInGB": 30}), "Value null at 'resourceConfig.instanceType'"),
         (

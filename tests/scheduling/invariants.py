@@ -396,7 +396,9 @@ def _sides_agree(jobs: list[Job], training_jobs: list[TrainingJobView]) -> list[
         if training_job is None or not training_job.busy:
             status = training_job.status if training_job else "no training job"
             broken.append(f"{job.name} is {job.state} but its attempt {attempt.training_job_name} is {status}")
-    for training_job in training_jobs:
-        if training_job.busy and training_job.job is not None and training_job.name not in current:
-            broken.append(f"{training_job.name} is {training_job.status} but is no live job's current attempt")
+    broken.extend(
+        f"{training_job.name} is {training_job.status} but is no live job's current attempt"
+        for training_job in training_jobs
+        if training_job.busy and training_job.job is not None and training_job.name not in current
+    )
     return broken

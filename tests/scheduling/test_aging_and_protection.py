@@ -46,10 +46,10 @@ def test_an_aged_job_overtakes_a_newer_higher_priority_one_and_says_why() -> Non
     actions = decide(snapshot, NOW, aging)
     plain = decide(snapshot, NOW, SchedulerConfig(pools={P5: 1}))
 
-    assert [summary(action) for action in actions][0] == "start old"
+    assert summary(actions[0]) == "start old"
     start = next(action for action in actions if isinstance(action, StartJob))
     assert start.reason.endswith("priority 0 + 2 for waiting 1.0h (aging)")
-    assert [summary(action) for action in plain][0] == "start new"
+    assert summary(plain[0]) == "start new"
 
 
 def test_aging_is_off_by_default() -> None:

@@ -2,7 +2,8 @@
 
 * no over-commit: starts fit the free instances;
 * teams stay within quota + borrow limit, and teams that do not borrow within their quota;
-* the idle quota of reserving teams is never started on by others;
+* the idle quota of reserving teams (counting their jobs being stopped as still held) is never
+  started on by others;
 * a preempted job is either of the same team and of lower priority (and not protected), or of a
   team running beyond its quota (a reclaim);
 * a team with pending work and unused quota waits only for stops in flight: in every pass where
@@ -76,6 +77,15 @@ def claims(config: SchedulerConfig, snapshot: Snapshot) -> Counter[str]:
     return held
 
 
+def holdings(config: SchedulerConfig, snapshot: Snapshot) -> Counter[str]:
+    """Instances per team held by live jobs, those on their way back included (not yet free)."""
+    held: Counter[str] = Counter()
+    for job in snapshot.jobs:
+        if job.state in LIVE_STATES:
+            held[team_of(config, job)] += job.demand[P5]
+    return held
+
+
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[SchedulerConfig, Snapshot]:
     config = draw(quota_configs())
@@ -104,13 +114,14 @@ def test_a_pass_with_quotas_keeps_the_rules(case: tuple[SchedulerConfig, Snapsho
         assert now_held[team] <= max(allowed, before[team] + 0), (team, now_held, allowed)
     if started:
         free_after = capacity - used_after
+        holding_before, holding_after = holdings(config, snapshot), holdings(config, after)
         reserved = sum(
-            max((config.teams.quota(team, P5, capacity) or 0) - now_held[team], 0)
+            max((config.teams.quota(team, P5, capacity) or 0) - holding_after[team], 0)
             for team in config.teams.names()
             if not config.teams.sharing(team).lends
         )
         reserved_before = sum(
-            max((config.teams.quota(team, P5, capacity) or 0) - before[team], 0)
+            max((config.teams.quota(team, P5, capacity) or 0) - holding_before[team], 0)
             for team in config.teams.names()
             if not config.teams.sharing(team).lends
         )

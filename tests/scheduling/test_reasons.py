@@ -53,8 +53,10 @@ def reason_of(actions: list[Action], name: str) -> str:
             queue().running("x", 5).pending("h", 3),
             pools(p5=1),
             "h",
-            "needs 1 instance of ml.p5.48xlarge, 0 free, 0 being released; "
-            "stopping every lower-priority job would not make room",
+            (
+                "needs 1 instance of ml.p5.48xlarge, 0 free, 0 being released; "
+                "stopping every lower-priority job would not make room"
+            ),
         ),
         (
             queue().pending("big", 0, {P5: 4}),
@@ -78,8 +80,10 @@ def reason_of(actions: list[Action], name: str) -> str:
             queue().running("hi", 5, {P5: 2}).pending("head", 3, {P5: 4}).pending("low", 1, {P5: 2}),
             pools(p5=4, backfill=True),
             "low",
-            "backfill: needs 2, 2 of 4 ml.p5.48xlarge instances free; head head cannot start yet (lacks 2 instances "
-            "of ml.p5.48xlarge even after the stops in flight); stopped first when it can start",
+            (
+                "backfill: needs 2, 2 of 4 ml.p5.48xlarge instances free; head head cannot start yet (lacks 2 instances "
+                "of ml.p5.48xlarge even after the stops in flight); stopped first when it can start"
+            ),
         ),
         (
             queue().running("low", 0).running("mid", 2).pending("hi", 3),

@@ -32,8 +32,10 @@ def test_the_preemption_that_spends_the_budget_is_in_the_jobs_history_and_the_ne
     low = world.job("low")
     notes = [change for change in low.history if change.by == SCHEDULER]
     assert [note.what for note in notes] == [
-        "preempted 2 times (max_preemptions 2): from now on stopped only to give back capacity it borrowed, "
-        "never for priority"
+        (
+            "preempted 2 times (max_preemptions 2): from now on stopped only to give back capacity it borrowed, "
+            "never for priority"
+        )
     ]
     assert low.state is JobState.RUNNING
     assert "protected by the preemption rules" in (world.job("high-2").reason or "")

@@ -4,6 +4,7 @@ per-team table; and the teams workload end to end."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from datetime import datetime
@@ -118,7 +119,7 @@ def test_the_teams_workload_is_deterministic_and_valid() -> None:
     }
     for team in ("vision", "nlp"):
         submits = sorted(job.submit_s for job in first.jobs if job.team == team)
-        bursts = [submits[0]] + [now for before, now in zip(submits, submits[1:], strict=False) if now - before > 3600]
+        bursts = [submits[0]] + [now for before, now in itertools.pairwise(submits) if now - before > 3600]
         assert len(bursts) >= 8  # quiet hours between its bursts
         demand = [
             sum(j.instances for j in first.jobs if j.team == team and 0 <= j.submit_s - at < 600) for at in bursts

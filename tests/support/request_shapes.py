@@ -30,7 +30,7 @@ def _shaped(shape: Any, depth: int) -> st.SearchStrategy[Any]:
     low, high = shape.metadata.get("min"), shape.metadata.get("max")
     if kind == "structure":
         if depth <= 0:
-            return st.just({name: None for name in shape.required_members})
+            return st.just(dict.fromkeys(shape.required_members))
         members = shape.members
         required = {name: values_for(members[name], depth - 1) for name in shape.required_members}
         optional = {name: values_for(member, depth - 1) for name, member in members.items() if name not in required}

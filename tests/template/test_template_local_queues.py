@@ -1,4 +1,4 @@
-"""What the local stack reads from template.yaml about queues (client/smq/local/template.py): the
+"""What the local stack reads from template.yaml about queues (client/smq/local/template/queues.py): the
 queues in the order they can be created, their CreateQueue attributes, the event source mappings
 that consume them, and the rules that put events on them."""
 

@@ -24,11 +24,11 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
-import checkpoint_store
-import hparams
-import sample_stream
-import topology
-import train
+import checkpoint_store  # noqa: E402
+import hparams  # noqa: E402
+import sample_stream  # noqa: E402
+import topology  # noqa: E402
+import train  # noqa: E402
 
 __all__ = ["checkpoint_store", "hparams", "sample_stream", "topology", "train"]
 

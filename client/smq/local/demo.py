@@ -120,7 +120,7 @@ class Summary:
 
 
 def _time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    return datetime.fromisoformat(text) if text else None
 
 
 def summarize(job: dict[str, Any], logs_of: Callable[[str], str]) -> Summary:

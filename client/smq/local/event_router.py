@@ -202,7 +202,7 @@ class EventRouter:
             """Lambda's `POST /2015-03-31/functions/{name}/invocations` for InvocationType=Event, and
             SNS's HTTP delivery to `POST /sns`."""
 
-            def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+            def do_POST(self) -> None:  # http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b"{}"
                 if self.path == SNS_PATH:
@@ -239,7 +239,7 @@ class EventRouter:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature
                 log.debug(format, *args)
 
         return InvokeHandler

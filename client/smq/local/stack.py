@@ -11,20 +11,23 @@ through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know th
     API handler ─ kick: boto3 sqs.send_message ───────────────┴─> moto SQS: SchedulerQueue
         ─> SqsEventSource (batches) ─┐
     EventRouter (reconcile ticks) ───┴─> scheduler handler, one invocation at a time
+
+This module starts and stops the parts, in order; beside it: stack_options.py (the options and
+names), stack_resources.py (the template's resources in moto), stack_functions.py (the handlers in
+this process and their environment), stack_triggers.py (the schedule, queues and topics that invoke
+them), stack_state.py (the state file other processes read).
 """
 
 from __future__ import annotations
 
 import errno
-import importlib
-import json
 import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,99 +36,47 @@ import requests
 import yaml
 from moto.server import ThreadedMotoServer
 
-from smq.api_client import SmqApiClient
-from smq.errors import JobNotFound, SmqError
 from smq.local.alarm_evaluator import AlarmEvaluator
 from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq.local.event_bus import EventBus
-from smq.local.event_router import SNS_PATH, Chaos, EventRouter, Handler
 from smq.local.sagemaker import LocalSageMaker, PhaseTimings
-from smq.local.sqs_event_source import SqsEventSource
-from smq.local.template import (
-    QueueEventSource,
-    TemplateError,
-    evaluate,
-    event_rule_queues,
-    function_environment,
-    load_template,
-    sns_subscriptions,
-    sqs_event_sources,
-    sqs_queue_attributes,
-    sqs_queues,
-    ssm_parameters,
-    table_definition,
+from smq.local.stack_functions import InProcessFunctions, api_handler
+from smq.local.stack_options import (
+    ACCOUNT,
+    BUCKET,
+    LOG_GROUP,
+    MOTO_SERVICES,
+    REGION,
+    REPOSITORY,
+    TEMPLATE,
+    LocalStackOptions,
+    StackStartError,
 )
+from smq.local.stack_resources import StackResources
+from smq.local.stack_state import STATE_FILE, read_state, training_job_for, write_state
+from smq.local.stack_triggers import FunctionTriggers
+from smq.local.template import TemplateError, load_template
 
-REPOSITORY = Path(__file__).resolve().parents[3]
-TEMPLATE = Path(__file__).with_name("template.yaml")
-"""Shipped in the package; in a clone, a link to the repository's template.yaml (the one source)."""
+__all__ = [
+    "REGION",
+    "REPOSITORY",
+    "STATE_FILE",
+    "TEMPLATE",
+    "LocalStack",
+    "LocalStackOptions",
+    "StackStartError",
+    "client_environment",
+    "read_state",
+    "training_job_for",
+]
+
 MOTO_START_SECONDS = 30.0
 """moto's own start waits without limit for a server that may never come up."""
-REGION = "us-east-1"
-ACCOUNT = "000000000000"
-TABLE_NAME = "smq-queue"
-BUCKET = "smq-local"
-SCHEDULER_FUNCTION = "smq-scheduler"
-API_FUNCTION = "smq-api"
-POLICY_PARAMETER = "PolicyParameter"
-"""The template's logical id of the governance policy parameter (`--policy` overwrites its value)."""
-IDLE_STOP_FUNCTION = "IdleStopFunction"
-"""The template's logical id of the function that acts on the idle alarms the evaluator evaluates."""
-SCHEDULER_FUNCTION_ID = "SchedulerFunction"
-"""The template's logical id of the scheduler (the reconciliation schedule invokes it)."""
-MOTO_SERVICES = {
-    "dynamodb": "DYNAMODB",
-    "s3": "S3",
-    "ssm": "SSM",
-    "cloudwatch": "CLOUDWATCH",
-    "logs": "CLOUDWATCH_LOGS",
-    "sns": "SNS",
-    "sqs": "SQS",
-    "sts": "STS",
-    "cloudformation": "CLOUDFORMATION",
-}
-"""boto3 service name → the suffix of the `AWS_ENDPOINT_URL_<SUFFIX>` variable boto3 reads for it."""
-LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-STATE_FILE = "stack.json"
-"""Written into the workdir while the stack runs, so `smq local inject` and clients can find it."""
 
 log = logging.getLogger("smq.local")
 _RUNNING = threading.Lock()
 """One stack per process: moto's backends and the handlers' environment are process-wide."""
-
-
-@dataclass
-class LocalStackOptions:
-    capacity: Mapping[str, int] = field(default_factory=lambda: {"ml.m5.xlarge": 2})
-    config: Mapping[str, Any] | None = None
-    """The queue's configuration document (domain/config_document.py: pools, team quotas,
-    preemption and aging rules) written to the pools parameter in place of `capacity`."""
-    executor: str = "process"
-    workdir: Path = Path(".smq-local")
-    api_port: int = 0
-    stop_grace_seconds: float = 120.0
-    unpooled: str = "reject"
-    backfill: bool = False
-    reconcile_every_seconds: float | None = 30.0
-    chaos: Chaos | None = None
-    """Misdelivery of the SageMaker state changes on their way to the scheduler queue."""
-    queue_visibility_timeout_seconds: int = 2
-    """The visibility timeout of the queues a function consumes, in place of the template's (18
-    minutes for the scheduler queue): a message the function failed is received again this soon."""
-    admin_principals: tuple[str, ...] = ()
-    template: Path = TEMPLATE
-    verbose: bool = False
-    policy: Mapping[str, Any] | None = None
-    """The governance policy document (governance/policy.py) written to the policy parameter in
-    place of the one the template builds from its parameters' defaults."""
-    alarm_period_seconds: int | None = None
-    """The period the local alarm evaluator reads metrics over, in place of each alarm's own (the
-    policy's `idle.period_seconds`), so an idle job is stopped in seconds; None: the alarm's own."""
-
-
-class StackStartError(SmqError):
-    """The stack could not start; the message says what failed and what to do about it."""
 
 
 def _free_port() -> int:
@@ -140,28 +91,18 @@ class LocalStack:
     def __init__(self, options: LocalStackOptions | None = None) -> None:
         self.options = options or LocalStackOptions()
         self.workdir = Path(self.options.workdir).resolve()
-        self._template: dict[str, Any] = {}
+        self._resources: StackResources | None = None
+        """The template's resources, once the template is read."""
+        self._functions = InProcessFunctions()
         self._moto: ThreadedMotoServer | None = None
         self._sagemaker: LocalSageMaker | None = None
-        self._router: EventRouter | None = None
-        """Invokes the scheduler with the reconciliation schedule's events."""
-        self._subscribers: list[EventRouter] = []
-        """One router per function the template subscribes to an SNS topic."""
+        self._triggers: FunctionTriggers | None = None
         self._bus: EventBus | None = None
-        self._event_sources: list[SqsEventSource] = []
-        """One poller per queue a function of the template consumes."""
-        self._queues: dict[str, tuple[str, str, str]] = {}
-        """The template's SQS queues (logical id) and their URL, ARN and name in moto."""
-        self._function_locks: dict[str, threading.Lock] = {}
-        """One per function: its event sources and routers never run it twice at once."""
         self._alarms: AlarmEvaluator | None = None
         self._api: ApiFront | None = None
-        self._saved_environ: dict[str, str | None] = {}
         self._holds_process = False
         self._state_file: Path | None = None
         """Set once this stack wrote it: a stack that failed to start leaves another's in place."""
-        self._topics: dict[str, str] = {}
-        """The template's SNS topics (logical id) and their ARNs in moto."""
         self.aws_env: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -180,11 +121,11 @@ class LocalStack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._quiet_libraries()
         try:
-            self._template = self._read_template()
+            resources = self._resources = StackResources(self._read_template(), self.options, self.boto3_client)
             self._api = self._bind_api()
             self._start_moto()
-            self._provision()
-            self._bus = EventBus(lambda: self.boto3_client("sqs"), self._event_routes(), chaos=self.options.chaos)
+            resources.create()
+            self._bus = EventBus(lambda: self.boto3_client("sqs"), resources.event_routes(), chaos=self.options.chaos)
             self._bus.start()
             self._sagemaker = LocalSageMaker(
                 workdir=self.workdir,
@@ -198,18 +139,12 @@ class LocalStack:
             )
             self._sagemaker.start()
             self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
-            self._subscribe_functions()
-            self._enter_function_environment()
+            self._triggers = FunctionTriggers(resources, self._functions, self.boto3_client, self.options)
+            self._triggers.subscribe()
+            environment = {**resources.functions_environment(), **self.aws_env}
+            self._functions.enter_environment(environment, verbose=self.options.verbose)
             self._api.start()
-            self._router = EventRouter(
-                self._function_handler(SCHEDULER_FUNCTION_ID),
-                function_name=SCHEDULER_FUNCTION,
-                reconcile_every_seconds=self.options.reconcile_every_seconds,
-            )
-            self._router.start()
-            self._start_event_sources()
-            for subscriber in self._subscribers:
-                subscriber.start()
+            self._triggers.start()
             self._alarms = AlarmEvaluator(
                 self.boto3_client("cloudwatch"),
                 self.boto3_client("sns"),
@@ -219,7 +154,7 @@ class LocalStack:
                 account=ACCOUNT,
             )
             self._alarms.start()
-            self._write_state_file()
+            self._state_file = write_state(self.workdir, self.api_url, self.sagemaker_url, self.client_env)
         except BaseException:
             self.stop()
             raise
@@ -234,20 +169,14 @@ class LocalStack:
             self._alarms.shutdown()
         if self._bus is not None:
             self._bus.shutdown()
-        for source in self._event_sources:
-            source.shutdown()
-        for router in [self._router, *self._subscribers]:
-            if router is not None:
-                router.shutdown()
+        if self._triggers is not None:
+            self._triggers.shutdown()
         if self._api is not None:
             self._api.shutdown()
         if self._moto is not None:
             self._moto.stop()
-        self._sagemaker = self._router = self._alarms = self._api = self._moto = self._bus = None
-        self._subscribers = []
-        self._event_sources = []
-        self._queues = {}
-        self._leave_function_environment()
+        self._sagemaker = self._triggers = self._alarms = self._api = self._moto = self._bus = None
+        self._functions.leave_environment()
         if self._state_file is not None:
             self._state_file.unlink(missing_ok=True)
             self._state_file = None
@@ -317,7 +246,31 @@ class LocalStack:
                 token = page.get("nextForwardToken")
         return "\n".join(lines)
 
+    def queue_url(self, logical_id: str) -> str:
+        """The URL of one of the template's SQS queues in the local SQS (moto)."""
+        return self._template_resources.queue(logical_id)[0]
+
+    def topic_arn(self, logical_id: str) -> str:
+        """The ARN of one of the template's SNS topics in the local SNS (moto)."""
+        return self._template_resources.topic_arn(logical_id)
+
+    @property
+    def policy_parameter(self) -> str:
+        """The SSM parameter of the governance policy, as the template names it."""
+        return self._template_resources.policy_parameter
+
+    @property
+    def idle_alarm_prefix(self) -> str:
+        """The SMQ_IDLE_ALARM_PREFIX the template gives the idle-stop function: every idle alarm of
+        this stack is named with it."""
+        return self._template_resources.idle_alarm_prefix
+
     # ------------------------------------------------------------------ internals
+
+    @property
+    def _template_resources(self) -> StackResources:
+        assert self._resources is not None, "the stack has not read its template"
+        return self._resources
 
     def _read_template(self) -> dict[str, Any]:
         """Read first: a missing or broken template fails the start before anything runs."""
@@ -335,7 +288,7 @@ class LocalStack:
         """Bound before anything else starts, so a port in use fails the stack at once."""
         port = self.options.api_port
         try:
-            return ApiFront(self._api_handler, port=port)
+            return ApiFront(api_handler, port=port)
         except OSError as exc:
             problem = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
             raise StackStartError(
@@ -364,120 +317,6 @@ class LocalStack:
             }
         )
 
-    def _parameter_overrides(self) -> dict[str, str]:
-        pools = self.options.capacity if self.options.config is None else self.options.config
-        return {
-            "CapacityPools": json.dumps(dict(pools)),
-            "UnpooledInstanceTypes": self.options.unpooled,
-            "Backfill": "true" if self.options.backfill else "false",
-            "CheckpointS3Prefix": f"s3://{BUCKET}/checkpoints",
-            "AllowedRoleArns": "",
-            "AdminPrincipals": ",".join(self.options.admin_principals),
-        }
-
-    def _provision(self) -> None:
-        """Create what the template declares, in the emulators."""
-        template = self._template
-        definition = table_definition(template, table_name=TABLE_NAME)
-        ttl = definition.pop("TimeToLiveSpecification", None)
-        dynamodb = self.boto3_client("dynamodb")
-        dynamodb.create_table(**definition)
-        if ttl:
-            dynamodb.update_time_to_live(TableName=TABLE_NAME, TimeToLiveSpecification=ttl)
-        ssm = self.boto3_client("ssm")
-        for name, value in ssm_parameters(template, self._parameter_overrides(), pseudo_parameters=self._pseudo()):
-            ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
-        if self.options.policy is not None:
-            ssm.put_parameter(Name=self.policy_parameter, Value=json.dumps(self.options.policy), Overwrite=True)
-        sns = self.boto3_client("sns")
-        for logical_id, resource in (template.get("Resources") or {}).items():
-            if resource.get("Type") == "AWS::SNS::Topic":
-                self._topics[logical_id] = sns.create_topic(Name=f"smq-{logical_id}")["TopicArn"]
-        self._create_queues()
-        self.boto3_client("s3").create_bucket(Bucket=BUCKET)
-
-    def _create_queues(self) -> None:
-        """The template's queues, each dead-letter queue first (a RedrivePolicy names its ARN); a
-        queue a function consumes gets the local visibility timeout."""
-        sqs = self.boto3_client("sqs")
-        consumed = {source.queue for source in self._event_source_definitions()}
-        for logical_id in sqs_queues(self._template):
-            attributes = sqs_queue_attributes(
-                self._template,
-                logical_id,
-                self._resolve,
-                parameter_overrides=self._parameter_overrides(),
-                pseudo_parameters=self._pseudo(),
-            )
-            if logical_id in consumed:
-                attributes["VisibilityTimeout"] = str(self.options.queue_visibility_timeout_seconds)
-            name = f"smq-{logical_id}"
-            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            self._queues[logical_id] = (url, arn, name)
-
-    def _event_source_definitions(self) -> list[QueueEventSource]:
-        return sqs_event_sources(
-            self._template, parameter_overrides=self._parameter_overrides(), pseudo_parameters=self._pseudo()
-        )
-
-    def _event_routes(self) -> list[tuple[dict[str, Any], str]]:
-        """Where the template's rules put the local SageMaker service's events: (pattern, queue URL)."""
-        return [(pattern, self.queue_url(queue)) for pattern, queue in event_rule_queues(self._template)]
-
-    def _start_event_sources(self) -> None:
-        """One poller per event source mapping from a queue to a function, as Lambda's."""
-        for source in self._event_source_definitions():
-            url, arn, _ = self._queues[source.queue]
-            function_name = SCHEDULER_FUNCTION if source.function == SCHEDULER_FUNCTION_ID else f"smq-{source.function}"
-            poller = SqsEventSource(
-                lambda: self.boto3_client("sqs"),
-                url,
-                arn,
-                self._function_handler(source.function),
-                function_name=function_name,
-                batch_size=source.batch_size,
-                batching_window_seconds=source.batching_window_seconds,
-                visibility_timeout_seconds=self.options.queue_visibility_timeout_seconds,
-                region=REGION,
-            )
-            self._event_sources.append(poller)
-            poller.start()
-
-    def _function_handler(self, function: str) -> Handler:
-        """The Handler the template names for `function`, never run twice at once: everything that
-        invokes one function (its queue's poller, a router) takes the same lock."""
-        handler = (self._template["Resources"][function].get("Properties") or {})["Handler"]
-        invoke = _template_handler(str(handler))
-        lock = self._function_locks.setdefault(function, threading.Lock())
-
-        def serialized(event: dict[str, Any], context: Any) -> Any:
-            with lock:
-                return invoke(event, context)
-
-        return serialized
-
-    def queue_url(self, logical_id: str) -> str:
-        """The URL of one of the template's SQS queues in the local SQS (moto)."""
-        return self._queues[logical_id][0]
-
-    def _subscribe_functions(self) -> None:
-        """Subscribe each function the template subscribes to an SNS topic, through a router of its
-        own: moto's SNS posts every notification to the router, which invokes the function."""
-        sns = self.boto3_client("sns")
-        subscriptions = sns_subscriptions(
-            self._template,
-            self._resolve,
-            parameter_overrides=self._parameter_overrides(),
-            pseudo_parameters=self._pseudo(),
-        )
-        for function, handler, topic_arn in subscriptions:
-            router = EventRouter(
-                _template_handler(handler), function_name=f"smq-{function}", reconcile_every_seconds=None
-            )
-            self._subscribers.append(router)
-            sns.subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"{router.url}{SNS_PATH}")
-
     def _timings(self) -> PhaseTimings:
         """Training jobs report GPU utilization at least twice per alarm period, so every period of
         a training job has a datapoint: a period without one never counts as idle, and a gap would
@@ -488,149 +327,10 @@ class LocalStack:
             return timings
         return replace(timings, metric_interval=min(timings.metric_interval, period / 2))
 
-    @property
-    def policy_parameter(self) -> str:
-        """The SSM parameter of the governance policy, as the template names it."""
-        resource = (self._template.get("Resources") or {}).get(POLICY_PARAMETER) or {}
-        name = (resource.get("Properties") or {}).get("Name")
-        return str(evaluate(self._template, name, pseudo_parameters=self._pseudo()))
-
-    @property
-    def idle_alarm_prefix(self) -> str:
-        """The SMQ_IDLE_ALARM_PREFIX the template gives the idle-stop function: every idle alarm of
-        this stack is named with it."""
-        environment = function_environment(
-            self._template,
-            IDLE_STOP_FUNCTION,
-            self._resolve,
-            parameter_overrides=self._parameter_overrides(),
-            pseudo_parameters=self._pseudo(),
-        )
-        return environment["SMQ_IDLE_ALARM_PREFIX"]
-
-    def topic_arn(self, logical_id: str) -> str:
-        """The ARN of one of the template's SNS topics in the local SNS (moto)."""
-        return self._topics[logical_id]
-
-    def _pseudo(self) -> dict[str, str]:
-        return {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws", "AWS::StackName": "smq"}
-
-    def _resolve(self, logical_id: str, attribute: str | None) -> str:
-        names = {"QueueTable": TABLE_NAME, "SchedulerFunction": SCHEDULER_FUNCTION, "ApiFunction": API_FUNCTION}
-        resource = (self._template.get("Resources") or {}).get(logical_id) or {}
-        if resource.get("Type") == "AWS::SNS::Topic" and attribute in (None, "TopicArn"):
-            return self.topic_arn(logical_id)
-        if resource.get("Type") == "AWS::SQS::Queue" and logical_id in self._queues:
-            url, arn, name = self._queues[logical_id]
-            return {None: url, "QueueUrl": url, "Arn": arn, "QueueName": name}[attribute]
-        if logical_id in names:
-            name = names[logical_id]
-            if attribute == "Arn":
-                kind = "table" if logical_id == "QueueTable" else "function"
-                service = "dynamodb" if kind == "table" else "lambda"
-                return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{kind}{'/' if kind == 'table' else ':'}{name}"
-            return name
-        if attribute == "Arn" or attribute is None:
-            return f"arn:aws:local:{REGION}:{ACCOUNT}:{logical_id}"
-        return logical_id
-
-    def _enter_function_environment(self) -> None:
-        """Every handler runs in this process, so their environment is this process's."""
-        overrides = self._parameter_overrides()
-        environment: dict[str, str] = {}
-        functions = [
-            logical_id
-            for logical_id, resource in (self._template.get("Resources") or {}).items()
-            if resource.get("Type") == "AWS::Serverless::Function"
-        ]
-        for function in functions:
-            environment.update(
-                function_environment(
-                    self._template,
-                    function,
-                    self._resolve,
-                    parameter_overrides=overrides,
-                    pseudo_parameters=self._pseudo(),
-                )
-            )
-        environment.update(self.aws_env)
-        if not self.options.verbose:
-            environment["POWERTOOLS_METRICS_DISABLED"] = "true"
-            environment["POWERTOOLS_LOG_LEVEL"] = "WARNING"
-        for key, value in environment.items():
-            self._saved_environ.setdefault(key, os.environ.get(key))
-            os.environ[key] = value
-        _reset_handler_caches()
-
-    def _leave_function_environment(self) -> None:
-        for key, value in self._saved_environ.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved_environ.clear()
-        _reset_handler_caches()
-
     def _quiet_libraries(self) -> None:
         level = logging.INFO if self.options.verbose else logging.WARNING
         for name in ("smq", "werkzeug", "botocore", "urllib3"):
             logging.getLogger(name).setLevel(level)
-
-    @staticmethod
-    def _api_handler(event: dict[str, Any], context: Any) -> Any:
-        from smq_lambda.handlers import api
-
-        return api.handler(event, context)
-
-    def _write_state_file(self) -> None:
-        state = {
-            "api_url": self.api_url,
-            "sagemaker_url": self.sagemaker_url,
-            "env": self.client_env,
-            "pid": os.getpid(),
-        }
-        self._state_file = self.workdir / STATE_FILE
-        self._state_file.write_text(json.dumps(state, indent=2))
-
-
-def _template_handler(handler: str) -> Handler:
-    """The function a template's `Handler` names, imported when it is first invoked (as Lambda
-    imports it at a cold start)."""
-    module, _, name = handler.rpartition(".")
-
-    def invoke(event: dict[str, Any], context: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(event, context)
-
-    return invoke
-
-
-def _reset_handler_caches() -> None:
-    """Handlers build their clients once per cold start; a new stack is a new cold start."""
-    from smq_lambda.handlers import api, aws_clients, idle, scheduler
-
-    aws_clients.client.cache_clear()
-    scheduler.default_scheduler.cache_clear()
-    scheduler.default_outside_jobs.cache_clear()
-    scheduler.default_policy.cache_clear()
-    idle.default_idle_stop.cache_clear()
-    api.default_app.cache_clear()
-
-
-def training_job_for(api_url: str, job: str) -> str:
-    """The SageMaker name of a queue job's latest attempt; other names are taken as they are."""
-    try:
-        name = SmqApiClient(api_url, region=REGION).get_job(job).get("training_job_name")
-    except JobNotFound:
-        return job
-    return str(name or job)
-
-
-def read_state(workdir: Path) -> dict[str, Any]:
-    """The running stack's URLs and client environment, as `smq local up` wrote them."""
-    path = Path(workdir) / STATE_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"no local stack is running with workdir {workdir} (run `smq local up`)")
-    return json.loads(path.read_text())
 
 
 @contextmanager

@@ -35,11 +35,11 @@ class SimulationUsageError(Exception):
 
 
 def register_simulate_command(subparsers: Any) -> None:
+    generators = ",".join(GENERATORS)
     parser = subparsers.add_parser(
         "simulate",
         help="replay a workload against the scheduler in virtual time (what-if, baselines, Gantt chart)",
-        usage="smq simulate TRACE.jsonl [options]\n       smq simulate generate {%s} [--seed N] [--out DIR]"
-        % ",".join(GENERATORS),
+        usage=f"smq simulate TRACE.jsonl [options]\n       smq simulate generate {{{generators}}} [--seed N] [--out DIR]",
         description="Replay TRACE.jsonl (one JSON object per job) with the real scheduling code, or generate a trace.",
     )
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the trace to replay, or 'generate'")

@@ -26,9 +26,11 @@ def metric_rows(metrics: Mapping[str, Any]) -> list[Row]:
         rows.append((f"utilization {pool}", ("pools", pool, "utilization"), 1.0))
         rows.append((f"utilization while waiting {pool}", ("pools", pool, "utilization_while_waiting"), 1.0))
         rows.append((f"goodput {pool}", ("pools", pool, "goodput"), 1.0))
-    for priority in metrics["wait_s"]:
-        for statistic in ("p50", "p95", "max"):
-            rows.append((f"wait {statistic} priority {priority} (min)", ("wait_s", priority, statistic), MINUTE))
+    rows += [
+        (f"wait {statistic} priority {priority} (min)", ("wait_s", priority, statistic), MINUTE)
+        for priority in metrics["wait_s"]
+        for statistic in ("p50", "p95", "max")
+    ]
     rows += [
         ("preemptions", ("preemptions",), 1.0),
         ("work lost to preemption (h)", ("lost_work_by_cause_s", "preemption"), HOUR),

@@ -168,8 +168,10 @@ def _message(name: str, description: Mapping[str, Any], found: Sequence[Violatio
     """Names the execution role too: short of CloudTrail, the role a job runs as is the best lead to
     the team that started it."""
     lines = [
-        f"The smq governance policy stopped SageMaker training job {name}, which was started outside the queue, "
-        f"because it breaks {len(found)} rule{'s' if len(found) != 1 else ''}:",
+        (
+            f"The smq governance policy stopped SageMaker training job {name}, which was started outside the queue, "
+            f"because it breaks {len(found)} rule{'s' if len(found) != 1 else ''}:"
+        ),
         *(f"- {violation.message} (rule {violation.rule})" for violation in found),
         "",
         f"Started by: {started_by or UNKNOWN_CREATOR}",

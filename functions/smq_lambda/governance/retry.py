@@ -87,7 +87,8 @@ def classify(failure_reason: str | None, policy: Policy) -> Classification:
         if re.search(rule.pattern, failure_reason, re.IGNORECASE):
             return Classification(rule.cause, rule.explanation)
     return Classification(
-        Cause.UNRECOGNISED, "SageMaker's reason is not one the queue knows as the infrastructure's (see the README)"
+        Cause.UNRECOGNISED,
+        "SageMaker's reason is not one the queue knows as the infrastructure's (see docs/scheduling.md, Failure retry)",
     )
 
 

@@ -211,7 +211,7 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     def unexpected(exc: Exception) -> Response:
         # Only a fault on our side (an AWS outage, a bug) gets here; the caller learns nothing
         # internal, the log keeps the traceback.
-        logger.exception("unexpected error")
+        logger.error("unexpected error", exc_info=exc)
         _count("ApiErrors")
         return _json(500, error_view(None, "internal error; the request may not have been applied"))
 

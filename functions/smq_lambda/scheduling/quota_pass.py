@@ -47,11 +47,7 @@ class QuotaPass(PassState):
 
     def run(self, pending: Sequence[Job]) -> None:
         """Decide over `pending`, in queue order."""
-        borrowers: list[Job] = []
-        for job in pending:
-            if self._within_quota(job):
-                borrowers.append(job)
-        borrowers.sort(key=self._fair_share)
+        borrowers = sorted((job for job in pending if self._within_quota(job)), key=self._fair_share)
         for job in borrowers:
             self._borrow(job)
 

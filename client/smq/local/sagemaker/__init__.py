@@ -1,6 +1,6 @@
 """A local SageMaker training service: the real wire protocol, local processes, EventBridge events.
 
-See "The local SageMaker training service" in README.md for the container contract it implements.
+See "The local SageMaker training service" in docs/local-stack.md for the container contract it implements.
 """
 
 from __future__ import annotations

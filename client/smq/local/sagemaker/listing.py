@@ -106,7 +106,7 @@ def timestamp(value: Any, member: str) -> float:
         except ValueError:
             pass
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            return datetime.fromisoformat(value).timestamp()
         except ValueError:
             pass
     raise ValidationError(f"Invalid timestamp for {member}: {value!r}")
