@@ -111,6 +111,7 @@ def test_a_server_that_never_comes_up_fails_the_start_and_frees_the_port(
         again.bind(("127.0.0.1", port))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
     up = subprocess.Popen(

@@ -92,7 +92,7 @@ def cases(draw: st.DrawFn) -> tuple[SchedulerConfig, Snapshot]:
     return config, draw(quota_snapshots(config))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 def test_a_pass_with_quotas_keeps_the_rules(case: tuple[SchedulerConfig, Snapshot]) -> None:
     config, snapshot = case
@@ -164,7 +164,7 @@ def promised_teams(config: SchedulerConfig, snapshot: Snapshot) -> set[str]:
     }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 def test_a_team_with_idle_quota_waits_only_for_stops_in_flight(case: tuple[SchedulerConfig, Snapshot]) -> None:
     config, snapshot = case
