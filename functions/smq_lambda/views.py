@@ -96,13 +96,13 @@ def quotas_view(current: CurrentQuotas) -> dict[str, Any]:
     return {
         "teams": [
             {
-                "team": row.team,
-                "pool": row.pool,
-                "quota": row.quota,
-                "in_use": row.in_use,
-                "borrowed": row.borrowed,
-                "lent": row.lent,
-                "pending": row.pending,
+                "team": row.measure.team,
+                "pool": row.measure.pool,
+                "quota": row.measure.quota,
+                "in_use": row.measure.in_use,
+                "borrowed": row.measure.borrowed,
+                "lent": row.measure.lent,
+                "pending": row.measure.pending,
                 "sharing": str(row.sharing),
                 "borrow_limit": row.borrow_limit,
             }

@@ -17,22 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.teams import UNASSIGNED, Sharing
-from smq_lambda.ports import JobStore, PoolUsageReport
+from smq_lambda.ports import JobStore, PoolUsageReport, TeamMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.team_measures import GroupPool, Waiting, team_measures
 
 
 @dataclass(frozen=True)
 class TeamQuota:
-    """One row of GET /quotas."""
+    """One row of GET /quotas: the team's measure (`pending` counted when asked), and how it shares."""
 
-    team: str
-    pool: str
-    quota: int | None
-    in_use: int
-    borrowed: int
-    lent: int
-    pending: int
+    measure: TeamMeasure
     sharing: Sharing
     borrow_limit: int | None
 
@@ -65,13 +59,7 @@ def current_quotas(
     pending = {key: Waiting(count) for pool in pools for key, count in pending_by_group(store, pool, config).items()}
     rows = [
         TeamQuota(
-            team=measure.team,
-            pool=measure.pool,
-            quota=measure.quota,
-            in_use=measure.in_use,
-            borrowed=measure.borrowed,
-            lent=measure.lent,
-            pending=measure.pending,
+            measure=measure,
             sharing=teams.sharing(measure.team),
             borrow_limit=teams.borrow_limit(measure.team) if teams.sharing(measure.team).borrows else 0,
         )
