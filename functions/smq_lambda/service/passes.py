@@ -92,8 +92,7 @@ class Passes:
                 return report
         try:
             while True:
-                refused_starts = self._run_pass(report)
-                if refused_starts and report.passes < MAX_PASSES:
+                if self._run_pass(report):
                     continue
                 if self._lease.release(owner):
                     return report
@@ -102,7 +101,9 @@ class Passes:
             raise
 
     def _run_pass(self, report: PassReport) -> bool:
-        """One decide-and-apply pass; True when a refused start freed capacity worth another pass.
+        """One decide-and-apply pass; True when a refused start freed capacity worth another pass
+        (at most MAX_PASSES in one call). Only the last pass of a call estimates start times: the
+        estimates of a pass followed at once by another would be replaced before anyone read them.
 
         It reads what its decisions can depend on: every live job and the outside usage, exactly
         (`JobStore.in_use`), and per pool (with team quotas, also per team and pool) the first
@@ -136,10 +137,13 @@ class Passes:
         report.stuck = count_stuck(final, now, self._stuck_after)
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
         usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting)
-        left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
-        report.usage = replace(usage, estimates=self._estimates(left, now, config))
-        self._publish(report.usage)
-        return len(report.refused) > refused_before
+        another = len(report.refused) > refused_before and report.passes < MAX_PASSES
+        if not another:
+            left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
+            usage = replace(usage, estimates=self._estimates(left, now, config))
+        report.usage = usage
+        self._publish(usage)
+        return another
 
     def _estimates(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
         """Start estimates for the pending jobs the pass saw, made after its actions were applied
