@@ -173,12 +173,22 @@ def decay_usage(
     return {team: value for team, value in usage.items() if value >= 0.01}
 
 
+def held_in_pools(jobs: Iterable[Job], teams: Teams) -> dict[tuple[str, str], int]:
+    """Instances the live jobs among `jobs` hold, per (group, pool): the one count the scheduler's
+    team ledger, the pass's team measures and the simulation's team meters start from."""
+    held: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        if job.is_live:
+            group = teams.team_of(job.team)
+            for pool, count in job.demand.items():
+                held[group, pool] = held.get((group, pool), 0) + count
+    return held
+
+
 def held_by_team(jobs: Iterable[Job], teams: Teams) -> dict[str, int]:
     """Instances each group's live jobs hold, all pools together: what `decay_usage` adds up, in
     the deployed scheduler and in the simulation alike."""
     held: dict[str, int] = {}
-    for job in jobs:
-        if job.is_live:
-            group = teams.team_of(job.team)
-            held[group] = held.get(group, 0) + sum(job.demand.values())
+    for (group, _), count in held_in_pools(jobs, teams).items():
+        held[group] = held.get(group, 0) + count
     return held

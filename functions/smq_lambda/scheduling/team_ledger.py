@@ -12,12 +12,12 @@ leaves of its quota; a team that lends lets other teams run on it, a team that r
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
-from smq_lambda.domain.teams import UNASSIGNED, lent_by
+from smq_lambda.domain.states import RELEASING_STATES
+from smq_lambda.domain.teams import UNASSIGNED, held_in_pools, lent_by
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
@@ -34,15 +34,11 @@ class TeamLedger:
     def __init__(self, snapshot: Snapshot, config: SchedulerConfig) -> None:
         self._config = config
         self._teams = config.teams
-        self._held: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        self._releasing: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        self._kept: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        for job in snapshot.jobs:
-            team = self.team(job)
-            if job.state in LIVE_STATES:
-                self._held[team].update(job.demand)
-            if job.state in RELEASING_STATES:
-                self._releasing[team].update(job.demand)
+        self._held = Counter(held_in_pools(snapshot.jobs, self._teams))
+        self._releasing = Counter(
+            held_in_pools((job for job in snapshot.jobs if job.state in RELEASING_STATES), self._teams)
+        )
+        self._kept: Counter[tuple[str, str]] = Counter()
 
     def team(self, job: Job) -> str:
         return self._teams.team_of(job.team)
@@ -51,7 +47,7 @@ class TeamLedger:
         return self._teams.quota(team, pool, self._config.capacity(pool))
 
     def claim(self, team: str, pool: str) -> int:
-        return self._held[team][pool] - self._releasing[team][pool] + self._kept[team][pool]
+        return self._held[team, pool] - self._releasing[team, pool] + self._kept[team, pool]
 
     def beyond_quota(self, team: str, demand: Mapping[str, int]) -> dict[str, int]:
         """Per limited pool, the instances `demand` would put `team` beyond its quota."""
@@ -67,7 +63,7 @@ class TeamLedger:
         quota = self.quota(team, pool)
         if quota is None:
             return 0
-        return max(self._held[team][pool] - self._releasing[team][pool] - quota, 0)
+        return max(self._held[team, pool] - self._releasing[team, pool] - quota, 0)
 
     def idle(self, team: str, pool: str) -> int:
         quota = self.quota(team, pool)
@@ -93,11 +89,12 @@ class TeamLedger:
 
     def held_share(self, team: str) -> float:
         """Instances the team holds over all pools, per instance of its quota."""
-        return sum(self._held[team].values()) / self._teams.weight(team, self._config.pools)
+        held = sum(count for (group, _), count in self._held.items() if group == team)
+        return held / self._teams.weight(team, self._config.pools)
 
     def take(self, team: str, demand: Mapping[str, int]) -> None:
-        self._kept[team].update(demand)
+        self._kept.update({(team, pool): count for pool, count in demand.items()})
 
     def release(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
-            self._releasing[self.team(job)].update(job.demand)
+            self._releasing.update({(self.team(job), pool): count for pool, count in job.demand.items()})

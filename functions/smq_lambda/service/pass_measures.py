@@ -9,10 +9,11 @@ from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.teams import held_in_pools
 from smq_lambda.ports import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.service.team_measures import held_by_group, team_measures, waiting_by_group
+from smq_lambda.service.team_measures import team_measures, waiting_by_group
 
 STUCK_STATES = frozenset({JobState.STARTING, JobState.PREEMPTING, JobState.STOPPING})
 """States a job passes through on its way elsewhere: SageMaker normally moves it on in minutes."""
@@ -55,7 +56,7 @@ def pool_usage(
     teams = team_measures(
         {measure.pool: measure.capacity for measure in pools},
         config.teams,
-        held_by_group(held, config.teams),
+        held_in_pools(held, config.teams),
         waiting_by_group(pending, config.teams, now),
     )
     return PoolUsageReport(pools=pools, measured_at=now, teams=teams)

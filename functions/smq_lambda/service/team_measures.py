@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import Teams, lent_by
 from smq_lambda.ports import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
@@ -37,18 +37,6 @@ class Waiting:
 
     jobs: int
     longest_s: float | None = None
-
-
-def held_by_group(jobs: Iterable[Job], teams: Teams) -> dict[GroupPool, int]:
-    """Instances the live jobs among `jobs` hold, per group and pool."""
-    held: dict[GroupPool, int] = {}
-    for job in jobs:
-        if job.state not in LIVE_STATES:
-            continue
-        group = teams.team_of(job.team)
-        for pool, count in job.demand.items():
-            held[(group, pool)] = held.get((group, pool), 0) + count
-    return held
 
 
 def waiting_by_group(jobs: Iterable[Job], teams: Teams, now: datetime) -> dict[GroupPool, Waiting]:

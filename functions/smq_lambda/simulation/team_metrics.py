@@ -40,7 +40,7 @@ from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.teams import UNASSIGNED, Teams, lent_by
+from smq_lambda.domain.teams import UNASSIGNED, Teams, held_in_pools, lent_by
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.simulation.metrics import percentiles
 from smq_lambda.simulation.trace import TraceJob
@@ -97,17 +97,13 @@ class TeamMeters:
         span = end - start
         if span <= 0:
             return
-        held: Counter[GroupPool] = Counter()
-        releasing: Counter[GroupPool] = Counter()
+        jobs = list(jobs)
+        held = held_in_pools(jobs, self.teams)
+        releasing = held_in_pools((job for job in jobs if job.state in RELEASING_STATES), self.teams)
         first: dict[GroupPool, Job] = {}
         for job in jobs:
             group = self.group(job)
-            if job.is_live:
-                for pool, count in job.demand.items():
-                    held[group, pool] += count
-                    if job.state in RELEASING_STATES:
-                        releasing[group, pool] += count
-            elif job.state is JobState.PENDING:
+            if job.state is JobState.PENDING:
                 for pool in job.demand:
                     current = first.get((group, pool))
                     if current is None or job.order < current.order:
