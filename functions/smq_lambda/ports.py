@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
@@ -24,6 +25,10 @@ class InUse:
     """Instances per pool held by training jobs outside the queue."""
     pools: frozenset[str]
     """Every pool a job was submitted to or an outside job used: where pending jobs may be listed."""
+    team_tags: Mapping[str, datetime] = field(default_factory=dict)
+    """Every team tag value jobs were submitted with while quotas were configured (until forgotten),
+    with the submission time of the latest: the pending-by-team partitions that may hold jobs, so a
+    pass can read those of teams the configuration no longer names."""
 
 
 @dataclass(frozen=True)
@@ -36,10 +41,12 @@ class JobStore(Protocol):
     """The queue table. Every write is conditional; a lost race raises VersionConflict. DynamoDB
     throttled or out of reach raises ServiceUnavailable (nothing known to have changed)."""
 
-    def create(self, job: Job) -> Job:
+    def create(self, job: Job, *, register_team: bool = False) -> Job:
         """Insert a new job (version 1); an unfinished job of that name raises JobConflict. A finished
         one stays readable under its own id until its TTL (`get(name, job_id=...)`), and the new job
-        lists it first in `earlier_job_ids`."""
+        lists it first in `earlier_job_ids`. `register_team`: also register the job's team tag value
+        in `InUse.team_tags` (submission does only while quotas are configured, where it refuses
+        every value the configuration does not name, so the registry stays bounded)."""
         ...
 
     def get(self, name: str, *, job_id: str | None = None) -> Job | None:
@@ -69,6 +76,11 @@ class JobStore(Protocol):
         """Pending jobs listed under `pool` (of `team`, as in `pending_window`) whose order keys lie
         strictly between `after` and `before` (either open when None): a Select=COUNT Query of a
         pending index, made when someone asks."""
+        ...
+
+    def forget_team_tag(self, team: str, registered_at: datetime) -> None:
+        """Drop `team` from `InUse.team_tags` if no job was submitted with it since `registered_at`
+        (its time there): a pass found none of its jobs pending."""
         ...
 
     def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
@@ -221,8 +233,8 @@ class PoolUsageBoard(Protocol):
 
 
 class PolicySource(Protocol):
-    """The governance policy in force: hot-reloaded, and an invalid document leaves the last good
-    policy in force (the adapter reports it)."""
+    """The governance policy in force: hot-reloaded, and an invalid document leaves the newest valid
+    version in force, else the stack's policy, never none (the adapter reports it)."""
 
     def load(self) -> Policy: ...
 
@@ -245,6 +257,20 @@ class IdleAlarms(Protocol):
 
     def states(self, alarm_names: Collection[str]) -> dict[str, str]:
         """The state (ALARM, OK, INSUFFICIENT_DATA) of each named alarm that exists."""
+        ...
+
+    def in_alarm(self) -> list[Mapping[str, Any]]:
+        """Every idle alarm now in ALARM, as DescribeAlarms describes it (`MetricAlarms` entries)."""
+        ...
+
+
+class Notifier(Protocol):
+    """The notifications topic: tells a job's owner what the queue did to the job. A notice reports
+    a change already written, so a failed publish is logged by the adapter and reported as False,
+    never raised: it must not undo or repeat the change."""
+
+    def publish(self, notice: Notice) -> bool:
+        """True when the topic accepted `notice`."""
         ...
 
 

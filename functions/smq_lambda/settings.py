@@ -38,6 +38,9 @@ class Settings:
     """A job in starting/preempting/stopping unchanged this long counts in the StuckJobs metric."""
     policy_parameter: str | None = None
     """SSM parameter of the governance policy (governance/policy.py); None: the default policy."""
+    stack_policy: str | None = None
+    """The policy document the stack's parameters describe, in force when no version of the policy
+    parameter is valid (adapters/ssm_policy.py); None: then no policy is."""
     policy_topic_arn: str | None = None
     """SNS topic told about training jobs outside the queue that the policy stopped."""
     idle_topic_arn: str | None = None
@@ -45,6 +48,9 @@ class Settings:
     idle_alarm_prefix: AlarmPrefix | None = None
     """`smq-idle-<stack name>.`; None (not set): the functions that use idle alarms refuse to start,
     so no default can make two stacks sweep each other's alarms."""
+    stack_name: str | None = None
+    """The CloudFormation stack's name, tagged on every attempt (`smq:stack`) so that other smq
+    stacks in the account leave this one's attempts alone; None: attempts carry no stack tag."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -63,7 +69,9 @@ class Settings:
             max_start_refusal_hours=float(env.get("SMQ_MAX_START_REFUSAL_HOURS") or 24),
             stuck_after_seconds=float(env.get("SMQ_STUCK_AFTER_SECONDS") or 900),
             policy_parameter=env.get("SMQ_POLICY_PARAMETER") or None,
+            stack_policy=env.get("SMQ_STACK_POLICY") or None,
             policy_topic_arn=env.get("SMQ_POLICY_TOPIC_ARN") or None,
             idle_topic_arn=env.get("SMQ_IDLE_TOPIC_ARN") or None,
             idle_alarm_prefix=AlarmPrefix(prefix) if (prefix := env.get("SMQ_IDLE_ALARM_PREFIX")) else None,
+            stack_name=env.get("SMQ_STACK_NAME") or None,
         )

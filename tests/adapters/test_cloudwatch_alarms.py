@@ -14,6 +14,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
 from smq_lambda.errors import AlarmServiceError
 from smq_lambda.governance.idle import AlarmPrefix, alarm_requests
+from smq_lambda.governance.idle_notifications import notification_of_alarm
+from smq_lambda.governance.idle_scope import CPU_METRIC, GPU_METRIC
 from smq_lambda.governance.policy import IdlePolicy
 
 from tests.support.aws import REGION
@@ -103,6 +105,29 @@ def test_two_stacks_in_one_account_never_list_or_touch_each_others_alarms(cloudw
     theirs.delete(their_names)
 
 
+def test_the_alarms_in_alarm_are_this_stacks_only_and_read_back_as_notifications(cloudwatch: Any) -> None:
+    mine, theirs = CloudWatchIdleAlarms(cloudwatch, PREFIX), CloudWatchIdleAlarms(cloudwatch, OTHER_STACK)
+    idle, busy, wide = _job(), _job(), _job()
+    for job in (idle, busy):
+        mine.put(alarm_requests(PREFIX, job, 1, IdlePolicy(), TOPIC))
+    mine.put(alarm_requests(PREFIX, wide, 12, IdlePolicy(cpu_threshold_percent=5), TOPIC, metric=CPU_METRIC))
+    theirs.put(alarm_requests(OTHER_STACK, idle, 1, IdlePolicy(), TOPIC))
+    in_alarm = [f"smq-idle-smq.{idle}", f"smq-idle-smq.{wide}.part-2-of-2", f"smq-idle-smq-2.{idle}"]
+    for name in in_alarm:
+        cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="idle for 3 periods")
+    cloudwatch.set_alarm_state(AlarmName=f"smq-idle-smq.{busy}", StateValue="OK", StateReason="busy")
+
+    notifications = [notification_of_alarm(PREFIX, alarm) for alarm in mine.in_alarm()]
+
+    assert sorted((n.alarm.name, n.state, n.metric) for n in notifications if n is not None) == sorted(
+        [(in_alarm[0], "ALARM", GPU_METRIC), (in_alarm[1], "ALARM", CPU_METRIC)]
+    )
+    assert all(n is not None and n.description and n.state_reason == "idle for 3 periods" for n in notifications)
+    assert [alarm["AlarmName"] for alarm in theirs.in_alarm()] == [in_alarm[2]]
+    mine.delete(mine.names())
+    theirs.delete(theirs.names())
+
+
 def test_a_delete_refused_for_a_missing_name_still_deletes_the_others() -> None:
     client = MagicMock()
     missing = ClientError({"Error": {"Code": "ResourceNotFound", "Message": "gone"}}, "DeleteAlarms")
@@ -133,6 +158,7 @@ def test_cloudwatch_failures_are_typed(failure: Exception) -> None:
         lambda: alarms.delete(["smq-idle-smq.job-1"]),
         alarms.names,
         lambda: alarms.states(["smq-idle-smq.job-1"]),
+        alarms.in_alarm,
     ):
         with pytest.raises(AlarmServiceError) as raised:
             call()

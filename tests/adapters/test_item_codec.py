@@ -55,7 +55,7 @@ def test_a_pending_job_is_in_the_pending_index_and_never_expires() -> None:
 
     assert set(item) == {
         "name", "job_id", "state", "priority", "submitted_at", "demand", "pool", "owner", "version",
-        "attempts", "start_failures", "request", "order_key", "pending_pool", "pending_team",
+        "attempts", "start_failures", "request", "order_key", "owner_state", "pending_pool", "pending_team",
     }  # fmt: skip
     assert item["state"] == {"S": "pending"}
     assert item["priority"] == {"N": "4"}
@@ -64,6 +64,7 @@ def test_a_pending_job_is_in_the_pending_index_and_never_expires() -> None:
     assert item["pending_pool"] == {"S": G5}
     assert item["pending_team"] == {"S": f"{G5}#"}, "no team: the untagged partition of the pool"
     assert item["order_key"] == {"S": order_key(4, pending.submitted_at, "a")}
+    assert item["owner_state"] == {"S": f"{pending.owner}#pending"}
     assert json.loads(item["request"]["S"]) == pending.request
 
 
@@ -316,7 +317,7 @@ def test_an_archived_job_is_kept_under_its_own_key_out_of_both_indexes() -> None
     kept = archived(current)
 
     assert kept["name"] == {"S": archive_key("reused", finished.job_id)} == {"S": f"reused#{finished.job_id}"}
-    assert "order_key" not in kept and "pending_pool" not in kept and "pending_team" not in kept
+    assert not {"order_key", "owner_state", "pending_pool", "pending_team"} & set(kept)
     assert kept["expires_at"] == current["expires_at"]
     assert from_item(kept) == finished
     assert "order_key" in current

@@ -78,6 +78,15 @@ def service(offline_client: Any) -> SageMakerTrainingService:
     return SageMakerTrainingService(offline_client, page_size=2)
 
 
+STACK = "production"
+
+
+@pytest.fixture
+def stacked(offline_client: Any) -> SageMakerTrainingService:
+    """The adapter of a stack named STACK."""
+    return SageMakerTrainingService(offline_client, stack=STACK)
+
+
 # ------------------------------------------------------------------------ start
 
 
@@ -109,6 +118,25 @@ def test_start_sends_the_request_as_submitted_with_the_attempt_name_and_queue_ta
     assert current.request == submitted
 
 
+def test_a_stack_with_a_name_tags_its_attempts_with_it_and_drops_a_forged_stack_tag(
+    stub: Stubber, stacked: SageMakerTrainingService
+) -> None:
+    current = started("train", tags=[{"Key": "smq:stack", "Value": "someone-else"}, {"Key": "team", "Value": "ml"}])
+    expected = {
+        **dict(current.request),
+        "TrainingJobName": current.attempts[0].training_job_name,
+        "Tags": [
+            {"Key": "team", "Value": "ml"},
+            {"Key": "smq:job", "Value": "train"},
+            {"Key": "smq:attempt", "Value": "1"},
+            {"Key": "smq:stack", "Value": STACK},
+        ],
+    }
+    stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:::training-job/x"}, expected)
+
+    stacked.start_attempt(current)
+
+
 def test_a_request_without_tags_gets_the_queue_tags(stub: Stubber, service: SageMakerTrainingService) -> None:
     current = started("bare")
     body = dict(current.request)
@@ -127,34 +155,83 @@ def test_a_request_without_tags_gets_the_queue_tags(stub: Stubber, service: Sage
     service.start_attempt(current)
 
 
-def test_resource_in_use_for_the_attempt_name_means_already_started(
-    stub: Stubber, service: SageMakerTrainingService
-) -> None:
-    """The queue's own earlier create, whose answer was lost, was made after the attempt opened."""
-    current = started()
+def _tags_of(current: Job, **changed: str | None) -> dict[str, Any]:
+    """A ListTags answer: the tags the queue's create of `current`'s attempt sent, some changed
+    (None: left out), beside a tag of the user's."""
+    attempt = current.attempts[-1]
+    tags = {"team": "vision", "smq:job": current.name, "smq:attempt": str(attempt.number), "smq:stack": STACK}
+    tags.update({key.replace("_", ":"): value for key, value in changed.items()})
+    return {"Tags": [{"Key": key, "Value": value} for key, value in tags.items() if value is not None]}
+
+
+def _existing(stub: Stubber, current: Job, created: datetime, tags: dict[str, Any]) -> None:
+    """CreateTrainingJob answers ResourceInUse; the training job of that name is described and its tags read."""
     name = current.attempts[-1].training_job_name
     stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
-    stub.add_response("describe_training_job", _description(name, CreationTime=T0), {"TrainingJobName": name})
+    description = _description(name, CreationTime=created)
+    stub.add_response("describe_training_job", description, {"TrainingJobName": name})
+    stub.add_response("list_tags", tags, {"ResourceArn": description["TrainingJobArn"]})
 
-    service.start_attempt(current)
+
+def test_resource_in_use_for_the_attempt_name_means_already_started(
+    stub: Stubber, stacked: SageMakerTrainingService
+) -> None:
+    """The queue's own earlier create, whose answer was lost, was made after the attempt opened and
+    carries the attempt's tags: it is adopted."""
+    current = started()
+    _existing(stub, current, T0, _tags_of(current))
+
+    stacked.start_attempt(current)
 
 
 def test_an_attempt_name_taken_before_the_attempt_opened_is_refused_not_adopted(
-    stub: Stubber, service: SageMakerTrainingService
+    stub: Stubber, stacked: SageMakerTrainingService
 ) -> None:
-    """Someone who read the job's id created its next attempt's name first: adopting that training
-    job would run their request under the queue's name, so the name is refused and the next attempt
-    gets another."""
+    """Someone who learnt the name created it first: adopting that training job would run their
+    request under the queue's name, so the name is refused and the next attempt gets another."""
     current = started()
-    name = current.attempts[-1].training_job_name
-    stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
-    forged = _description(name, CreationTime=T0 - timedelta(hours=1))
-    stub.add_response("describe_training_job", forged, {"TrainingJobName": name})
+    _existing(stub, current, T0 - timedelta(hours=1), _tags_of(current))
 
     with pytest.raises(StartRefused) as refused:
-        service.start_attempt(current)
+        stacked.start_attempt(current)
 
     assert (refused.value.lasting, "not by the queue" in refused.value.reason) == (False, True)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param({"smq_job": None, "smq_attempt": None, "smq_stack": None}, id="no queue tags"),
+        pytest.param({"smq_job": "another-job"}, id="another job"),
+        pytest.param({"smq_attempt": "2"}, id="another attempt"),
+        pytest.param({"smq_stack": "staging"}, id="another stack"),
+        pytest.param({"smq_stack": None}, id="no stack"),
+    ],
+)
+def test_a_training_job_of_the_recorded_name_without_the_attempts_tags_is_refused_not_adopted(
+    stub: Stubber, stacked: SageMakerTrainingService, changed: dict[str, str | None]
+) -> None:
+    """After a create whose answer was lost, someone who read the recorded name in `GET /jobs`
+    created it later: created after the attempt opened, but not with the attempt's tags."""
+    current = started()
+    _existing(stub, current, T0 + timedelta(seconds=5), _tags_of(current, **changed))
+
+    with pytest.raises(StartRefused) as refused:
+        stacked.start_attempt(current)
+
+    assert (refused.value.lasting, "not by the queue" in refused.value.reason) == (False, True)
+
+
+def test_a_stack_without_a_name_adopts_only_a_training_job_without_a_stack_tag(
+    stub: Stubber, service: SageMakerTrainingService
+) -> None:
+    current = started()
+    _existing(stub, current, T0, _tags_of(current, smq_stack="production"))
+    with pytest.raises(StartRefused):
+        service.start_attempt(current)
+
+    _existing(stub, current, T0, _tags_of(current, smq_stack=None))
+    service.start_attempt(current)
 
 
 def test_an_existing_attempt_name_that_cannot_be_checked_is_an_unknown_outcome(
@@ -640,7 +717,7 @@ def test_a_failed_listing_is_raised_typed(stub: Stubber, service: SageMakerTrain
 
 
 def test_on_moto_an_attempt_is_created_tagged_and_described(sagemaker_client: Any) -> None:
-    service = SageMakerTrainingService(sagemaker_client)
+    service = SageMakerTrainingService(sagemaker_client, stack=STACK)
     current = started("moto-created")
     name = current.attempts[0].training_job_name
 
@@ -653,6 +730,7 @@ def test_on_moto_an_attempt_is_created_tagged_and_described(sagemaker_client: An
     assert status is not None and status.name == name
     assert {"Key": "smq:job", "Value": "moto-created"} in tags
     assert {"Key": "smq:attempt", "Value": "1"} in tags
+    assert {"Key": "smq:stack", "Value": STACK} in tags
     assert service.describe("moto-never-created") is None
 
 

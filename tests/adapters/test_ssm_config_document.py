@@ -159,6 +159,14 @@ REFUSALS = [
     ({"pools": {P5: 8}, "aging": {"per_hour": 1, "cap": 5, "max": 3}}, "aging.max: unknown key"),
     ({"pools": {P5: 8}, "usage_half_life_s": 0}, "usage_half_life_s: must be an integer of at least 1, not 0"),
     ({"pools": {P5: 8}, "usage_half_life_s": "1h"}, "usage_half_life_s: must be an integer of at least 1"),
+    ({G5: 2**63}, f"{G5}: must be at most 100000 instances, not {2**63}"),
+    ({"pools": {P5: 100_001}}, f"pools.{P5}: must be at most 100000 instances, not 100001"),
+    (with_quota(borrow_limit=10**9), "quotas.vision.borrow_limit: must be at most 100000 instances"),
+    ({"pools": {P5: 8}, "preemption": {"min_runtime_s": 10**15}}, "preemption.min_runtime_s: must be at most 315360000 seconds (ten years), not 1000000000000000"),
+    ({"pools": {P5: 8}, "preemption": {"max_preemptions": 10**7}}, "preemption.max_preemptions: must be at most 1000000, not 10000000"),
+    ({"pools": {P5: 8}, "aging": {"per_hour": 1e300, "cap": 5}}, "aging.per_hour: must be a non-negative number of priority points, at most 1000000"),
+    ({"pools": {P5: 8}, "aging": {"per_hour": 1, "cap": 2**64}}, "aging.cap: must be at most 1000000"),
+    ({"pools": {P5: 8}, "usage_half_life_s": 10**12}, "usage_half_life_s: must be at most 315360000 seconds (ten years)"),
 ]  # fmt: skip
 
 
@@ -216,3 +224,21 @@ def test_a_source_with_no_good_configuration_yet_raises_until_it_is_fixed(provid
     put({"pools": {P5: 9}, "quotas": {"vision": {"instances": {P5: 9}}}}, name)
     provider.clear_cache()
     assert config.load().teams.quotas["vision"].instances == {P5: 9}
+
+
+def test_a_cold_start_that_reads_a_malformed_document_uses_the_newest_valid_version(
+    provider: SSMProvider, put: Any, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a new instance that read a malformed document raised, and the queue stopped until an
+    operator fixed it: now it runs on the configuration a warm instance keeps."""
+    caplog.set_level(logging.ERROR)
+    name = put({P5: 1})
+    put(DOCUMENT, name)
+    put(with_quota(sharing="share"), name)
+
+    config = source(name, provider).load()
+
+    assert config == source(put(DOCUMENT), provider).load()
+    (error,) = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert "version 2 of the parameter" in error.getMessage()
+    assert sum(1 for line in capsys.readouterr().out.splitlines() if '"InvalidConfiguration"' in line) == 1

@@ -9,12 +9,23 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import SubmissionPolicy
 
-from tests.api.builders import ADMIN, CHECKPOINT_PREFIX, G5, OTHER_ROLE, P5, ROLE, TABLE, training_request
+from tests.api.builders import (
+    ADMIN,
+    ALICE,
+    BOB,
+    CHECKPOINT_PREFIX,
+    G5,
+    OTHER_ROLE,
+    P5,
+    ROLE,
+    TABLE,
+    training_request,
+)
 from tests.api.gateway import ApiGateway
 from tests.support.fakes import FakeConfigSource, RecordingTrigger, StaticPolicySource
 
@@ -143,3 +154,47 @@ def test_a_shape_error_comes_first_and_alone(governed: ApiGateway, policy_source
 
     assert (reply.status, reply.field) == (400, "TrainingJobName")
     assert "violations" not in reply.body
+
+
+EXEMPT = [{"Key": "smq:idle-exempt", "Value": "true"}]
+
+
+@pytest.mark.parametrize(
+    ("tags", "caller", "status", "field"),
+    [
+        (EXEMPT, ALICE, 202, None),
+        (EXEMPT, BOB, 403, "Tags.smq:idle-exempt"),
+        (EXEMPT, ADMIN, 403, "Tags.smq:idle-exempt"),
+        ([{"Key": "smq:idle-exempt", "Value": "yes"}], ALICE, 400, "Tags.smq:idle-exempt"),
+    ],
+)
+def test_only_principals_the_policy_names_may_exempt_a_job_from_the_idle_stop(
+    governed: ApiGateway,
+    policy_source: StaticPolicySource,
+    dump_table: Callable[[], list[dict[str, Any]]],
+    tags: list[dict[str, str]],
+    caller: str,
+    status: int,
+    field: str | None,
+) -> None:
+    policy_source.policy = Policy(idle=IdlePolicy(exempt_principals=(ALICE,)))
+    before = dump_table()
+
+    reply = governed.add(training_request(Tags=tags), caller=caller)
+
+    assert reply.status == status, reply.body
+    if field is not None:
+        assert reply.field == field
+        assert "smq:idle-exempt" in reply.body["message"]
+        assert dump_table() == before
+
+
+def test_without_a_policy_nobody_may_exempt_a_job(
+    store: DynamoJobStore, config: FakeConfigSource, trigger: RecordingTrigger, policy: SubmissionPolicy, dynamodb: Any
+) -> None:
+    service = QueueService(store, config, trigger, policy=policy, admin_principals={ADMIN})
+    ungoverned = ApiGateway(lambda_handler(lambda: create_app(service, idempotency_store(TABLE, dynamodb))))
+
+    reply = ungoverned.add(training_request(Tags=EXEMPT))
+
+    assert (reply.status, reply.field) == (403, "Tags.smq:idle-exempt")

@@ -9,7 +9,7 @@ from typing import Any
 
 from smq_lambda.ports import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
-from smq_lambda.service.queue_api import with_current_capacity
+from smq_lambda.service.last_pass import with_current_capacity
 
 from tests.api.builders import G5, P5, instance_groups, run, training_request
 from tests.api.gateway import ApiGateway

@@ -74,14 +74,16 @@ def test_without_quotas_there_are_no_teams(api: ApiGateway, usage_board: InMemor
 
 
 def test_before_any_pass_use_is_counted_from_the_table_and_pending_jobs_when_asked(
-    api: ApiGateway, store: Any, clock: FakeClock, teams: Teams
+    api: ApiGateway, store: Any, clock: FakeClock, config: FakeConfigSource, teams: Teams
 ) -> None:
     api.add(tagged("vision-big", "vision", instances=3))
     run(store, "vision-big", clock())
     api.add(tagged("vision-next", "vision"))
     api.add(tagged("nlp-next", "nlp"))
     api.add(tagged("untagged", None))
+    config.config = replace(config.config, teams=replace(TEAMS, quotas={**TEAMS.quotas, "robotics": Quota({})}))
     api.add(tagged("robotics", "robotics"))
+    config.config = replace(config.config, teams=TEAMS)  # robotics removed since
 
     reply = api.quotas()
 
@@ -95,7 +97,7 @@ def test_before_any_pass_use_is_counted_from_the_table_and_pending_jobs_when_ask
         ],
         "team_tag": "team",
         "measured_at": None,
-    }, "nlp and the unassigned group have 1 idle each: the tie goes to nlp; a team no quota names is unassigned"
+    }, "nlp and the unassigned group have 1 idle each: the tie goes to nlp; a removed team's job is unassigned"
 
 
 def test_use_is_what_the_last_pass_measured_under_the_quotas_configured_now(
@@ -137,14 +139,14 @@ def test_a_custom_team_tag_is_named(api: ApiGateway, config: FakeConfigSource) -
 
 def test_a_jobs_team_is_the_value_of_its_team_tag(api: ApiGateway, teams: Teams) -> None:
     api.add(tagged("vision-job", "vision"))
-    api.add(tagged("robotics-job", "robotics"))
+    api.add(tagged("nlp-job", "nlp"))
     api.add(tagged("untagged", None))
 
     listed = api.list_jobs().body["jobs"]
 
     assert [(job["name"], job["team"]) for job in listed] == [
         ("vision-job", "vision"),
-        ("robotics-job", "robotics"),
+        ("nlp-job", "nlp"),
         ("untagged", None),
     ]
     assert api.get("vision-job").body["team"] == "vision"

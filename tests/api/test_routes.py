@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import attempt_name
 from smq_lambda.handlers.api import MAX_BODY_BYTES
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
@@ -143,7 +142,7 @@ def test_get_shows_the_live_attempt(api: ApiGateway, store: Any, clock: FakeCloc
 
     assert reply.status == 200
     body = reply.body
-    expected_name = attempt_name("live", job.job_id, 1)
+    expected_name = job.attempts[0].training_job_name
     assert (body["state"], body["position"], body["training_job_name"]) == ("running", None, expected_name)
     [attempt] = body["attempts"]
     assert {key: attempt[key] for key in ("number", "training_job_name", "ended_at", "outcome")} == {
@@ -290,7 +289,7 @@ def test_cancel_a_live_job_stops_it(
     reply = api.cancel("live")
 
     assert (reply.status, reply.body["state"]) == (202, "stopping")
-    assert reply.body["training_job_name"] == attempt_name("live", job.job_id, 1)
+    assert reply.body["training_job_name"] == job.attempts[0].training_job_name
     assert trigger.kicks == ["live cancelled"]
 
 

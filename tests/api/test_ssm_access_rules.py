@@ -1,4 +1,5 @@
-"""Access rules from SSM: hot-reloaded, the fallback while they are invalid, 503 while SSM is not there."""
+"""Access rules from SSM: hot-reloaded; while they are invalid, their newest valid version, or with
+none the fallback rules, in every instance alike; 503 while SSM is not there."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from smq_lambda.errors import ServiceUnavailable
 from tests.support.aws import REGION, use_test_credentials
 
 PARAMETER = "/smq/test/access-rules"
-LOGGED = "access rules are invalid; the fallback rules are in force until they are fixed"
+FALLBACK_IN_FORCE = "no version of it is valid, so the fallback rules"
 
 
 @pytest.fixture
@@ -36,7 +37,8 @@ def put(ssm: Any, value: object) -> None:
 
 
 def complaints(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.getMessage() for record in caplog.records if record.getMessage() == LOGGED]
+    """What each logged complaint says is in force."""
+    return [str(getattr(record, "in_force", "")) for record in caplog.records if record.levelno == logging.ERROR]
 
 
 def test_the_rules_come_from_ssm_and_follow_an_operators_change(ssm: Any) -> None:
@@ -62,7 +64,7 @@ def test_the_rules_come_from_ssm_and_follow_an_operators_change(ssm: Any) -> Non
         ({"rules": [{"principals": ["arn:aws:iam::123456789012:role/teams/*"]}]}, "has a path and a wildcard"),
     ],
 )
-def test_invalid_rules_put_the_fallback_in_force_and_are_logged_once(
+def test_invalid_rules_with_no_valid_version_put_the_fallback_in_force_and_are_logged_once(
     ssm: Any, caplog: pytest.LogCaptureFixture, value: object, problem: str
 ) -> None:
     caplog.set_level(logging.ERROR)
@@ -72,7 +74,8 @@ def test_invalid_rules_put_the_fallback_in_force_and_are_logged_once(
     loads = [source.load(), source.load()]
 
     assert loads == [FALLBACK, FALLBACK]
-    assert len(complaints(caplog)) == 1
+    (in_force,) = complaints(caplog)
+    assert in_force.startswith(FALLBACK_IN_FORCE)
     assert any(problem in str(getattr(record, "problem", "")) for record in caplog.records)
 
 
@@ -92,7 +95,28 @@ def test_a_missing_parameter_puts_the_fallback_in_force(ssm: Any, caplog: pytest
     caplog.set_level(logging.ERROR)
 
     assert SsmAccessRules("/smq/test/missing", SSMProvider(boto3_client=ssm)).load() == FALLBACK
-    assert complaints(caplog) == [LOGGED]
+    (in_force,) = complaints(caplog)
+    assert in_force.startswith(FALLBACK_IN_FORCE)
+
+
+def test_a_cold_start_that_reads_broken_rules_uses_their_newest_valid_version(
+    ssm: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every instance, warm or cold, enforces what the parameter's history says: the rules an
+    operator last wrote correctly, not the fallback in one instance and those rules in another."""
+    caplog.set_level(logging.ERROR)
+    put(ssm, {"default": {"max_priority": 10}})
+    provider = SSMProvider(boto3_client=ssm)
+    warm = SsmAccessRules(PARAMETER, provider)
+    assert warm.load().default.max_priority == 10
+    put(ssm, {"default": {"max_priority": 50}})
+    put(ssm, {"default": {"max_priority": "high"}})
+    provider.clear_cache()  # what 30 seconds do
+
+    cold = SsmAccessRules(PARAMETER, SSMProvider(boto3_client=ssm))
+
+    assert cold.load().default.max_priority == warm.load().default.max_priority == 50
+    assert complaints(caplog) == ["version 2 of the parameter, the newest valid one,"] * 2
 
 
 def test_ssm_throttling_is_unavailable_not_the_fallback() -> None:

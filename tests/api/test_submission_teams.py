@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.teams import Teams
+from smq_lambda.domain.teams import Quota, Teams
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job
@@ -95,3 +95,30 @@ def test_the_max_runtime_is_the_stopping_condition() -> None:
 
 def test_a_request_without_a_max_runtime_has_none() -> None:
     assert submit(tagged(StoppingCondition={"MaxWaitTimeInSeconds": 7200})).max_runtime_s is None
+
+
+QUOTAS = SchedulerConfig(pools=POOLS, teams=Teams(quotas={"vision": Quota({}), "nlp": Quota({})}))
+
+
+@pytest.mark.parametrize(
+    ("value", "whitespace"), [("robotics", False), ("Vision", False), ("vision ", True), (" vision", True)]
+)
+def test_with_quotas_a_team_tag_that_names_no_configured_team_is_refused_naming_the_tag_and_the_teams(
+    value: str, whitespace: bool
+) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        submit(tagged(("team", value)), config=QUOTAS)
+
+    assert refused.value.field == "Tags[team]"
+    assert refused.value.message.startswith(f"Tags[team] {value!r} is not a configured team")
+    assert "'nlp', 'vision'" in refused.value.message
+    assert ("whitespace" in refused.value.message) is whitespace, "nothing is stripped, and the message says why"
+
+
+@pytest.mark.parametrize("tags", [(("team", "vision"),), (("team", ""),), ()], ids=["configured", "empty", "none"])
+def test_with_quotas_a_configured_team_or_none_is_accepted(tags: tuple[tuple[str, str], ...]) -> None:
+    assert submit(tagged(*tags), config=QUOTAS).team == (tags[0][1] or None if tags else None)
+
+
+def test_without_quotas_any_team_tag_is_accepted_as_it_is() -> None:
+    assert submit(tagged(("team", "vision "))).team == "vision "

@@ -46,6 +46,16 @@ def test_a_signed_request_becomes_a_rest_proxy_event_with_the_callers_identity(
     assert stub.contexts[0].aws_request_id
 
 
+def test_a_key_the_stack_made_for_a_user_names_that_user(front: ApiFront, stub: StubHandler) -> None:
+    front.users["testing"] = "smq-local-admin"
+
+    SmqApiClient(front.url).update_priority("job-1", 5)
+
+    (event,) = stub.events
+    assert event["requestContext"]["identity"]["userArn"] == "arn:aws:iam::000000000000:user/smq-local-admin"
+    assert event["requestContext"]["identity"]["accessKey"] == "testing"
+
+
 def test_query_strings_keep_every_value(front: ApiFront, stub: StubHandler) -> None:
     requests.get(f"{front.url}/jobs?state=pending,running&pool=ml.g5.xlarge&pool=ml.p5.48xlarge", timeout=5)
 

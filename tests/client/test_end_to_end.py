@@ -160,5 +160,5 @@ def test_the_readme_python_api_example_runs(synthetic_stack: LocalStack, capsys:
     output = capsys.readouterr().out
     assert "sweep-a pending position 1" in output
     assert re.search(r"sweep-b\s+\w+\s+priority 7", output)
-    assert re.search(r"sweep-b completed \['sweep-b-[0-9a-f]{8}-1'\]", output), output
+    assert re.search(r"sweep-b completed \['sweep-b-[0-9a-f]{12}-1'\]", output), output
     assert TrainingQueue().get_job("sweep-a").state == "cancelled"

@@ -45,7 +45,7 @@ def request(*, spot: bool) -> dict[str, Any]:
 def job_in(state: JobState, *, spot: bool = True) -> Job:
     job = Job(name="j", job_id="0123456789abcdef", state=S.PENDING, priority=0, submitted_at=NOW,
               demand={"ml.g5.xlarge": 1}, owner="o", request=request(spot=spot))  # fmt: skip
-    job = lifecycle.start(job, NOW, reason="fits")
+    job = lifecycle.start(job, NOW, reason="fits", nonce="01234567")
     if state is S.STARTING:
         return job
     job = lifecycle.mark_running(job, NOW)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.lifecycle import StartRetryLimits
 from smq_lambda.domain.model import (
+    ATTEMPT_NONCE_BYTES,
     MAX_HISTORY,
     MAX_INLINE_ATTEMPTS,
     MAX_PRIORITY,
@@ -20,6 +22,7 @@ from smq_lambda.domain.model import (
     Job,
     attempt_name,
     demand_of,
+    is_another_stacks,
     order_key,
     scheduling_order,
     with_attempt,
@@ -28,26 +31,59 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 
 names = st.from_regex(r"\A[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
-job_ids = st.uuids().map(lambda value: value.hex)
+nonces = st.binary(min_size=ATTEMPT_NONCE_BYTES, max_size=ATTEMPT_NONCE_BYTES).map(bytes.hex)
 
 
-@given(names, job_ids, st.integers(1, 999))
-def test_attempt_names_are_valid_sagemaker_names(name: str, job_id: str, number: int) -> None:
-    result = attempt_name(name, job_id, number)
+@given(names, nonces, st.integers(1, 10**6))
+def test_attempt_names_are_valid_sagemaker_names(name: str, nonce: str, number: int) -> None:
+    result = attempt_name(name, nonce, number)
     assert len(result) <= 63
     assert TRAINING_JOB_NAME_PATTERN.match(result)
-    assert result == attempt_name(name, job_id, number)
+    assert result == attempt_name(name, nonce, number)
 
 
-@given(names, job_ids, st.integers(1, 998))
-def test_attempts_of_one_job_never_share_a_name(name: str, job_id: str, number: int) -> None:
-    assert attempt_name(name, job_id, number) != attempt_name(name, job_id, number + 1)
+@given(names, nonces, st.integers(1, 998))
+def test_attempts_of_one_job_never_share_a_name(name: str, nonce: str, number: int) -> None:
+    assert attempt_name(name, nonce, number) != attempt_name(name, nonce, number + 1)
 
 
-@given(names, job_ids, job_ids)
-def test_a_resubmitted_name_gets_new_attempt_names(name: str, first: str, second: str) -> None:
-    if first[:8] != second[:8]:
+@given(names, nonces, nonces)
+def test_attempts_with_other_random_parts_get_other_names(name: str, first: str, second: str) -> None:
+    if first != second:
         assert attempt_name(name, first, 1) != attempt_name(name, second, 1)
+
+
+def test_an_attempts_name_cannot_be_predicted_from_what_get_jobs_shows() -> None:
+    """Everything `GET /jobs` shows about a job (its name, id, attempts and their names) is the same
+    for two identical jobs; the names their next attempts get differ, and so cannot be derived from
+    it: nobody can create the name before the queue does. (They were `<name>-<id[:8]>-<number>`.)"""
+    job = _pending()
+    first = lifecycle.start(job, T0, reason="fits")
+    again = lifecycle.start(job, T0, reason="fits")
+
+    assert first.current_attempt is not None and again.current_attempt is not None
+    assert first.current_attempt.training_job_name != again.current_attempt.training_job_name
+    assert job.job_id[:8] not in first.current_attempt.training_job_name
+    assert len(first.current_attempt.training_job_name) <= 63
+    assert TRAINING_JOB_NAME_PATTERN.match(first.current_attempt.training_job_name)
+
+
+@pytest.mark.parametrize(
+    ("tags", "stack", "another"),
+    [
+        ({"smq:stack": "production"}, "staging", True),
+        ({"smq:stack": "production", "smq:job": "train", "smq:attempt": "1"}, "staging", True),
+        ({"smq:stack": "staging"}, "staging", False),
+        ({"smq:stack": "Staging"}, "staging", True),
+        ({"smq:job": "train", "smq:attempt": "1"}, "staging", False),
+        ({}, "staging", False),
+        ({"smq:stack": "production"}, None, False),
+    ],
+    ids=["another stack", "another stack's attempt", "this stack", "names are exact", "no stack tag (legacy)",
+         "no tags", "a stack without a name"],
+)  # fmt: skip
+def test_which_training_jobs_another_smq_stack_governs(tags: dict[str, str], stack: str | None, another: bool) -> None:
+    assert is_another_stacks(tags, stack) is another
 
 
 def test_demand_of_a_plain_request_and_of_instance_groups() -> None:
@@ -131,12 +167,12 @@ def test_the_attempt_after_the_thousandth_is_named_for_its_number_and_is_the_cur
     for number in range(1, 1001):
         job = _cycle(job, T0 + timedelta(minutes=number), "preempted")
 
-    started = lifecycle.start(job, T0 + timedelta(days=1), reason="fits")
+    started = lifecycle.start(job, T0 + timedelta(days=1), reason="fits", nonce="0123456789ab")
 
     assert started.current_attempt is not None
     assert started.current_attempt.number == 1001
     assert started.current_attempt.is_open
-    assert started.current_attempt.training_job_name == attempt_name(job.name, job.job_id, 1001)
+    assert started.current_attempt.training_job_name == attempt_name(job.name, "0123456789ab", 1001)
     assert len(started.attempts) == MAX_INLINE_ATTEMPTS
     assert started.attempts[:-1] == job.attempts[1:]
 

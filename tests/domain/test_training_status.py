@@ -20,7 +20,7 @@ NOW = datetime(2024, 1, 1, tzinfo=UTC)
 def job_in(state: JobState) -> Job:
     job = Job(name="j", job_id="0123456789abcdef", state=JobState.PENDING, priority=0, submitted_at=NOW,
               demand={"ml.g5.xlarge": 1}, owner="o")  # fmt: skip
-    job = lifecycle.start(job, NOW, reason="fits")
+    job = lifecycle.start(job, NOW, reason="fits", nonce="01234567")
     if state is JobState.STARTING:
         return job
     job = lifecycle.mark_running(job, NOW)
@@ -125,7 +125,12 @@ def test_a_late_report_of_an_earlier_job_of_that_name_does_not_land_on_a_resubmi
 
 def test_a_job_owns_the_names_of_the_attempts_it_opened_and_no_others() -> None:
     job = lifecycle.mark_running(
-        lifecycle.start(lifecycle.requeue(job_in(S.RUNNING), NOW, outcome="preempted", reason="p"), NOW, reason="fits"),
+        lifecycle.start(
+            lifecycle.requeue(job_in(S.RUNNING), NOW, outcome="preempted", reason="p"),
+            NOW,
+            reason="fits",
+            nonce="01234567",
+        ),
         NOW,
     )
     assert job.current_attempt is not None and job.current_attempt.number == 2

@@ -61,7 +61,8 @@ def test_smq_local_up_stops_cleanly_and_leaves_no_process_behind(tmp_path: Path)
             script.write_text(STUBBORN)
             tar.add(script, arcname="main.py")
         s3 = boto3.client("s3", endpoint_url=state["env"]["AWS_ENDPOINT_URL_S3"], region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+                          aws_access_key_id=state["env"]["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=state["env"]["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
         s3.upload_file(str(archive), "smq-local", "code/up.tar.gz")
         client.add_job(
             process_request("up-job", priority=0, source_uri="s3://smq-local/code/up.tar.gz", program="main.py")

@@ -30,7 +30,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         capacity={POOL: 2},
         executor="synthetic",
         workdir=tmp_path_factory.mktemp("idle-stack"),
-        reconcile_every_seconds=5,
+        # No reconciliation: it re-checks alarms in ALARM too, and would hide an idle-stop function
+        # that cannot act (a permission missing from its role once passed here that way).
+        reconcile_every_seconds=None,
         policy=POLICY,
         alarm_period_seconds=1,
     )

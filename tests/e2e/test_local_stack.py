@@ -94,6 +94,7 @@ def test_attempts_carry_the_queue_tags_and_one_checkpoint_location(stack: LocalS
     tags = {tag["Key"]: tag["Value"] for tag in sagemaker.list_tags(ResourceArn=described["TrainingJobArn"])["Tags"]}
 
     assert tags["smq:job"] == "described" and tags["smq:attempt"] == "1" and tags["team"] == "e2e"
+    assert tags["smq:stack"] == stack.options.stack_name
     assert described["CheckpointConfig"]["S3Uri"].startswith(f"s3://{stack.bucket}/checkpoints/described/")
     assert described["TrainingJobStatus"] == "Completed"
     assert [t["Status"] for t in described["SecondaryStatusTransitions"]][-1] == "Completed"

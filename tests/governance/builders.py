@@ -57,11 +57,11 @@ def job(
     queued = Job(name="vit", job_id="0123456789abcdef", state=JobState.PENDING, priority=0, submitted_at=NOW,
                  demand={"ml.g5.xlarge": 1}, owner="alice", request=dict(stored_request or request()))  # fmt: skip
     for outcome in past_outcomes:
-        queued = lifecycle.mark_running(lifecycle.start(queued, NOW, reason="fits"), NOW)
+        queued = lifecycle.mark_running(lifecycle.start(queued, NOW, reason="fits", nonce=NONCE), NOW)
         queued = lifecycle.requeue(queued, NOW, outcome=outcome, reason=outcome)
     if state is JobState.PENDING:
         return queued
-    started = lifecycle.start(queued, NOW, reason="fits")
+    started = lifecycle.start(queued, NOW, reason="fits", nonce=NONCE)
     if state is JobState.STARTING:
         return started
     running = lifecycle.mark_running(started, NOW)
@@ -70,6 +70,10 @@ def job(
     if state in (JobState.PREEMPTING, JobState.STOPPING):
         return lifecycle.request_stop(running, NOW, preempt=state is JobState.PREEMPTING, reason=f"{state} for test")
     return lifecycle.finish(running, state, NOW, outcome=str(state), reason=str(state))
+
+
+NONCE = "0123456789ab"
+"""The random part of every attempt name these builders make, so two builds of a job agree."""
 
 
 def attempt_name(queued: Job) -> str:

@@ -24,13 +24,13 @@ from smq_lambda.governance.idle import (
     alarm_name,
     alarm_requests,
     decide_idle,
-    host_count,
     orphaned,
     parse_alarm_name,
-    parse_notification,
     stop_watching,
     watch,
 )
+from smq_lambda.governance.idle_notifications import parse_notification
+from smq_lambda.governance.idle_scope import host_count
 from smq_lambda.governance.policy import IdlePolicy, Policy
 
 from .builders import PREFIX, TOPIC, attempt_name, job
@@ -118,7 +118,9 @@ def test_the_alarms_cover_every_host_exactly_once(name: str, instances: int, per
     assert [parse_alarm_name(PREFIX, alarm) for alarm in names] == [
         AlarmRef(PREFIX, name, part, len(puts)) for part in range(1, len(puts) + 1)
     ]
-    assert [name for delete in stop_watching(PREFIX, name, instances, "ended") for name in delete.alarm_names] == names
+    warnings = [AlarmRef(PREFIX, name, part, len(puts), warning=True).name for part in range(1, len(puts) + 1)]
+    deleted = [name for delete in stop_watching(PREFIX, name, instances, "ended") for name in delete.alarm_names]
+    assert deleted == names + warnings
 
 
 @pytest.mark.parametrize(("name", "instances"), [("not_a_name", 1), ("x" * 64, 1), ("ok", 0)])
@@ -164,9 +166,10 @@ def test_host_count_counts_every_group(resources: dict[str, Any], expected: int)
 
 
 def test_queued_jobs_are_always_watched_outside_jobs_when_enforced() -> None:
-    queued = watch(PREFIX, "vit-1", 2, queued=True, policy=Policy(), topic_arn=TOPIC)
-    outside = watch(PREFIX, "vit-1", 2, queued=False, policy=Policy(), topic_arn=TOPIC)
-    enforced = watch(PREFIX, "vit-1", 2, queued=False,
+    two = {"ResourceConfig": {"InstanceType": "ml.g5.xlarge", "InstanceCount": 2}}
+    queued = watch(PREFIX, "vit-1", two, queued=True, policy=Policy(), topic_arn=TOPIC)
+    outside = watch(PREFIX, "vit-1", two, queued=False, policy=Policy(), topic_arn=TOPIC)
+    enforced = watch(PREFIX, "vit-1", two, queued=False,
                      policy=Policy(idle=IdlePolicy(enforce_outside_queue=True)), topic_arn=TOPIC)  # fmt: skip
 
     assert isinstance(queued, PutIdleAlarms)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import smq_lambda.governance
 from smq_lambda.domain.states import JobState
-from smq_lambda.governance.idle import alarm_requests, decide_idle, orphaned, parse_notification
+from smq_lambda.governance.idle import alarm_requests, decide_idle, orphaned
+from smq_lambda.governance.idle_notifications import parse_notification
 from smq_lambda.governance.limits import check_outside_job
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.governance.retry import decide_failure

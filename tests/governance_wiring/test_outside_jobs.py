@@ -6,22 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import TrainingServiceError
+from smq_lambda.governance.idle import AlarmPrefix, parse_alarm_name
 from smq_lambda.governance.limits import UNKNOWN_CREATOR
-from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.scheduler import handle
+from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.outside_jobs import SWEEP_WINDOW, OutsideJobs
 
 from tests.service.harness import POOL, World, training_request
-from tests.support.fakes import FakeTrainingJob, RecordingNotifier, StaticPolicySource
+from tests.support.fakes import FakeIdleAlarms, FakeTrainingJob, RecordingNotifier, StaticPolicySource
 
 RECONCILE = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 TAGGED = Policy(required_tags=("project",))
 SMALL = Policy(allowed_instance_types=("ml.g5.xlarge",), max_instance_count=1)
+PREFIX = AlarmPrefix("smq-idle-staging.")
+IDLE_TOPIC = "arn:aws:sns:us-east-1:000000000000:smq-idle"
 
 
 @dataclass
@@ -46,8 +51,15 @@ class Outside:
         return handle(RECONCILE, self.world.scheduler, outside_jobs=self.service)
 
 
-def outside(policy: Policy, *, notifier: RecordingNotifier | None = None, world: World | None = None) -> Outside:
-    world = world or World(capacity={POOL: 2})
+def outside(
+    policy: Policy,
+    *,
+    notifier: RecordingNotifier | None = None,
+    world: World | None = None,
+    stack: str | None = None,
+) -> Outside:
+    """`stack`: the name of the stack under test (its scheduler's and its outside jobs' governance)."""
+    world = world or World(capacity={POOL: 2}, stack=stack)
     notifier = notifier or RecordingNotifier()
     service = OutsideJobs(
         store=world.store,
@@ -55,6 +67,7 @@ def outside(policy: Policy, *, notifier: RecordingNotifier | None = None, world:
         policy=StaticPolicySource(policy),
         notifier=notifier,
         clock=world.clock,
+        stack=stack,
     )
     return Outside(world, notifier, service)
 
@@ -280,3 +293,75 @@ def test_a_sweep_that_cannot_list_stops_nothing_and_fails_nothing(monkeypatch: p
 
     assert summary["job_errors"] == [] and summary["passes"] == 1
     assert case.world.sagemaker.stop_calls == []
+
+
+# ---------------------------------------------------------------- several smq stacks in one account
+
+STAGING = "staging"
+PRODUCTION_ATTEMPT = "train-0123456789ab-1"
+PRODUCTION_TAGS = {"smq:job": "train", "smq:attempt": "1", "smq:stack": "production"}
+
+
+@pytest.mark.parametrize(
+    ("stack", "tags", "stopped"),
+    [
+        pytest.param(STAGING, PRODUCTION_TAGS, False, id="another stack's attempt"),
+        pytest.param(STAGING, {"smq:stack": "production"}, False, id="tagged by another stack"),
+        pytest.param(STAGING, {"smq:job": "train", "smq:attempt": "1"}, True, id="no stack tag: as before"),
+        pytest.param(STAGING, {**PRODUCTION_TAGS, "smq:stack": STAGING}, True, id="claims this stack"),
+        pytest.param(None, PRODUCTION_TAGS, True, id="a stack without a name tells none apart"),
+    ],
+)
+@pytest.mark.parametrize("found_by", ["event", "sweep"])
+def test_a_stack_never_stops_another_smq_stacks_attempt(
+    stack: str | None, tags: dict[str, str], stopped: bool, found_by: str
+) -> None:
+    """Staging's policy requires a tag production's attempt lacks: staging leaves it to production."""
+    case = outside(TAGGED, stack=stack)
+    case.start_directly(PRODUCTION_ATTEMPT, tags=tags)
+
+    result = case.deliver(PRODUCTION_ATTEMPT) if found_by == "event" else case.reconcile()
+
+    assert result["job_errors"] == []
+    assert case.world.sagemaker.stop_calls == ([PRODUCTION_ATTEMPT] if stopped else [])
+    assert len(case.notifier.sent) == int(stopped)
+
+
+def test_another_stacks_attempt_counts_as_outside_usage_of_the_pool() -> None:
+    """It holds instances of the account; the passes count them against this stack's pool."""
+    case = outside(TAGGED, stack=STAGING)
+    case.start_directly(PRODUCTION_ATTEMPT, tags=PRODUCTION_TAGS, instances=2)
+
+    case.deliver(PRODUCTION_ATTEMPT)
+
+    assert case.world.store.in_use().outside == {POOL: 2}
+
+
+def test_another_stacks_report_never_lands_on_this_stacks_job_of_that_name() -> None:
+    """Even one under this stack's own attempt name: a report tagged by another stack is not about
+    this stack's job, whatever job and attempt it names."""
+    case = outside(TAGGED, stack=STAGING)
+    case.world.submit("train", 0)
+    running = case.world.job("train")
+    assert running.current_attempt is not None
+    event = case.world.event(running.current_attempt.training_job_name)
+    event["detail"]["TrainingJobStatus"] = "Completed"
+    event["detail"]["Tags"] = {**PRODUCTION_TAGS, "smq:attempt": str(running.current_attempt.number)}
+
+    case.world.deliver(event)
+
+    assert case.world.job("train") == running
+
+
+def test_another_stacks_attempt_gets_no_idle_alarm_when_outside_jobs_are_watched() -> None:
+    alarms = FakeIdleAlarms(PREFIX)
+    world = World(capacity={POOL: 2}, stack=STAGING, idle_watch=IdleWatch(alarms, IDLE_TOPIC, PREFIX))
+    world.policy.policy = Policy(idle=IdlePolicy(enforce_outside_queue=True))
+    case = outside(Policy(), world=world, stack=STAGING)
+    case.start_directly(PRODUCTION_ATTEMPT, tags=PRODUCTION_TAGS)
+    case.start_directly("by-hand")
+    for name in (PRODUCTION_ATTEMPT, "by-hand"):
+        world.sagemaker.jobs[name].secondary_status = "Training"
+        case.deliver(name)
+
+    assert [ref.training_job_name for ref in map(partial(parse_alarm_name, PREFIX), alarms.alarms)] == ["by-hand"]

@@ -1,5 +1,5 @@
-"""Governance notifications on SNS (moto): what a subscriber receives, and a refused publish that is
-logged and reported, never raised (the stop it reports stands)."""
+"""Notifications on SNS (moto): what a subscriber receives, message attributes included, and a
+refused publish that is logged and reported, never raised (the change it reports stands)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,18 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from moto import mock_aws
 from smq_lambda.adapters.sns_notifier import SnsNotifier
-from smq_lambda.governance.actions import NotifyPolicy
+from smq_lambda.governance.notices import Notice, NoticeAction
 
 from tests.support.aws import use_test_credentials
 
-NOTIFICATION = NotifyPolicy(subject="smq policy: stopped training job by-hand (required_tags)", message="Tags.project")
+NOTIFICATION = Notice(
+    job="by-hand",
+    owner=None,
+    team=None,
+    action=NoticeAction.POLICY_STOP,
+    subject="smq policy: stopped training job by-hand (required_tags)",
+    message="Tags.project",
+)
 
 
 @pytest.fixture
@@ -39,11 +46,15 @@ def test_a_subscriber_receives_the_subject_and_message(aws: None) -> None:
     topic = boto3.client("sns").create_topic(Name="smq-PolicyTopic")["TopicArn"]
     queue = subscribed_queue(topic)
 
-    assert SnsNotifier(topic, boto3.client("sns")).notify(NOTIFICATION) is True
+    assert SnsNotifier(topic, boto3.client("sns")).publish(NOTIFICATION) is True
 
     (received,) = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
     envelope = json.loads(received["Body"])
     assert (envelope["Subject"], envelope["Message"]) == (NOTIFICATION.subject, NOTIFICATION.message)
+    assert envelope["MessageAttributes"] == {
+        "job": {"Type": "String", "Value": "by-hand"},
+        "action": {"Type": "String", "Value": "policy-stop"},
+    }
 
 
 def test_a_refused_publish_is_logged_with_the_notification_and_reported(
@@ -52,10 +63,10 @@ def test_a_refused_publish_is_logged_with_the_notification_and_reported(
     caplog.set_level(logging.ERROR)
     missing = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
 
-    assert SnsNotifier(missing, boto3.client("sns")).notify(NOTIFICATION) is False
+    assert SnsNotifier(missing, boto3.client("sns")).publish(NOTIFICATION) is False
 
     (record,) = [record for record in caplog.records if record.levelno == logging.ERROR]
-    assert record.getMessage() == "could not publish a governance notification"
+    assert record.getMessage() == "could not publish a notification"
     assert (record.code, record.notification) == ("NotFound", NOTIFICATION.message)  # type: ignore[attr-defined]
 
 
@@ -67,4 +78,4 @@ def test_sns_out_of_reach_is_reported_not_raised(aws: None) -> None:
 
     client.meta.events.register_first("before-send.sns", unreachable)
 
-    assert SnsNotifier("arn:aws:sns:us-east-1:123456789012:t", client).notify(NOTIFICATION) is False
+    assert SnsNotifier("arn:aws:sns:us-east-1:123456789012:t", client).publish(NOTIFICATION) is False

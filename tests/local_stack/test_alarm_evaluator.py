@@ -31,7 +31,9 @@ from smq.local.alarm_evaluator import (
     watched_series,
 )
 from smq.local.event_router import SNS_PATH, EventRouter
-from smq_lambda.governance.idle import AlarmPrefix, alarm_requests, parse_notification
+from smq_lambda.governance.idle import AlarmPrefix, alarm_requests
+from smq_lambda.governance.idle_notifications import parse_notification
+from smq_lambda.governance.idle_scope import CPU_METRIC, GPU_METRIC
 from smq_lambda.governance.policy import IdlePolicy
 
 PERIOD = 60
@@ -194,12 +196,12 @@ def delivered(moto_endpoint: str) -> Iterator[tuple[str, queue.Queue[dict[str, A
     router.shutdown()
 
 
-def put_gpu(cloudwatch: Any, job: str, host: int, at: float, value: float) -> None:
+def put_gpu(cloudwatch: Any, job: str, host: int, at: float, value: float, metric: str = GPU_METRIC) -> None:
     cloudwatch.put_metric_data(
         Namespace="/aws/sagemaker/TrainingJobs",
         MetricData=[
             {
-                "MetricName": "GPUUtilization",
+                "MetricName": metric,
                 "Dimensions": [{"Name": HOST, "Value": f"{job}/algo-{host}"}],
                 "Timestamp": datetime.fromtimestamp(at, UTC),
                 "Value": value,
@@ -268,6 +270,30 @@ def test_one_busy_host_keeps_the_job_running(
     assert alarm["StateValue"] == OK
     with pytest.raises(queue.Empty):
         events.get(timeout=1)
+
+
+def test_the_cpu_rule_of_a_job_without_gpus_is_evaluated_on_its_cpu_utilization(
+    moto_endpoint: str, delivered: tuple[str, queue.Queue[dict[str, Any]]]
+) -> None:
+    topic, events = delivered
+    cloudwatch = client("cloudwatch", moto_endpoint)
+    job, now = f"etl-{uuid.uuid4().hex[:8]}", time.time() - 30
+    cpu_rule = IdlePolicy(evaluation_periods=2, cpu_threshold_percent=5)
+    for request in alarm_requests(PREFIX, job, 2, cpu_rule, topic, metric=CPU_METRIC):
+        cloudwatch.put_metric_alarm(**request)
+    end = int(now // 2) * 2
+    for at in (end - 4 + 0.5, end - 2 + 0.5):  # busy GPUs would not matter: the alarm reads CPUs
+        put_gpu(cloudwatch, job, 1, at, 3.0, CPU_METRIC)
+        put_gpu(cloudwatch, job, 2, at, 4.5, CPU_METRIC)
+        put_gpu(cloudwatch, job, 1, at, 90.0)
+
+    evaluator(moto_endpoint, period=2, now=now).evaluate_alarms()
+
+    (record,) = parse(event=events.get(timeout=10), model=SnsModel).Records
+    idle = parse_notification(PREFIX, record.Sns.Message)
+    assert idle is not None and idle.alarm.training_job_name == job and idle.state == ALARM
+    assert idle.metric == CPU_METRIC
+    assert idle.description is not None and "5% CPU utilization" in idle.description
 
 
 def test_the_evaluator_thread_stops_on_shutdown(moto_endpoint: str) -> None:

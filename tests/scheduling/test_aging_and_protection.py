@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from smq_lambda.domain.teams import Aging, PreemptionRules
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
 from smq_lambda.scheduling.aging import boost
@@ -48,8 +50,25 @@ def test_an_aged_job_overtakes_a_newer_higher_priority_one_and_says_why() -> Non
 
     assert summary(actions[0]) == "start old"
     start = next(action for action in actions if isinstance(action, StartJob))
-    assert start.reason.endswith("priority 0 + 2 for waiting 1.0h (aging)")
+    assert start.reason.endswith("priority 0 + 2 for waiting since 2025-03-01T09:00:00Z (aging)")
     assert summary(plain[0]) == "start new"
+
+
+@given(
+    per_hour=st.floats(0.01, 100),
+    cap=st.integers(1, 10),
+    first_s=st.integers(0, 30 * 86_400),
+    second_s=st.integers(0, 30 * 86_400),
+)
+def test_what_aging_says_changes_only_with_its_points(per_hour: float, cap: int, first_s: int, second_s: int) -> None:
+    """The written reason holds the boost's description: it may change only when the job gains a
+    whole point, so aging costs at most `cap` writes per wait, whatever the pass rate."""
+    job = JobBuilder("old", T0).build()
+    aging = Aging(per_hour=per_hour, cap=cap)
+    first, second = (boost(job, T0 + timedelta(seconds=at), aging) for at in (first_s, second_s))
+
+    if (first and first.points) == (second and second.points):
+        assert (first and first.describe()) == (second and second.describe())
 
 
 def test_aging_is_off_by_default() -> None:

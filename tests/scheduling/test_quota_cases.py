@@ -89,6 +89,29 @@ CASES = [
         queue().running("a1", team="a").running("a2", team="a").pending("a3", team="a"),
         ["wait a3"],
     ),
+    *(
+        Case(
+            f"at its quota, a's higher-priority job stops a's lower one ({label})",
+            quotas(4, a=spec, b=(2, LEND)),
+            queue().running("a1", 1, team="a").running("a2", 1, team="a").pending("a3", 9, team="a"),
+            ["preempt a2 for a3", "wait a3"],
+        )
+        for label, spec in [
+            ("lend", (2, LEND)),
+            ("reserve", (2, RESERVE)),
+            ("borrow_limit 0: a may borrow nothing", (2, Sharing.LEND_AND_BORROW, 0)),
+        ]
+    ),
+    Case(
+        "a reclaim for an earlier borrower brings b back within its quota: b3 stops none of b's jobs",
+        quotas(4, b=2),
+        queue()
+        .running("b1", 0, team="b")
+        .running("b2", 0, team="b", needs={P5: 3})
+        .pending("b3", 1, team="b")
+        .pending("u1", 0),
+        ["preempt b2 for u1", "wait u1", "wait b3"],
+    ),
     Case(
         "a lending team does not borrow",
         quotas(2, a=1, b=(1, LEND)),
@@ -208,6 +231,21 @@ def test_a_team_at_its_quota_is_told_why_it_cannot_borrow() -> None:
     assert reasons_of(actions, ExplainWait)["a2"] == (
         f"a would be 1 instance of {P5} beyond its quota and cannot borrow: 1 {P5} free, 1 of them idle quota "
         f"that other teams reserve; no lower-priority job of a can make room"
+    )
+
+
+@pytest.mark.parametrize("limit", [0, None])
+def test_a_job_waiting_for_its_own_teams_stopping_job_names_what_it_waits_for(limit: int | None) -> None:
+    """Free instances do not cover a job that may not borrow: it waits for its quota, held by the
+    lower-priority job of its team stopped for it (no empty "waiting for  being released")."""
+    sharing = LEND if limit is None else Sharing.LEND_AND_BORROW
+    config = quotas(4, a=(2, sharing, limit), b=(2, LEND))
+    actions = decide(
+        queue().running("a1", 1, team="a").running("a2", 1, team="a").pending("a3", 9, team="a").build(), NOW, config
+    )
+
+    assert reasons_of(actions, ExplainWait)["a3"] == (
+        f"within a's quota; waiting for 1 instance of {P5} being released by stopping jobs"
     )
 
 

@@ -16,8 +16,9 @@ from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
 from smq_lambda.scheduling.actions import PreemptJob, StartJob
@@ -26,6 +27,7 @@ from smq_lambda.scheduling.preemption import protection
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 from .builders import NOW, P5, T0, JobBuilder, apply, event
+from .test_decide_cases import summary
 
 TEAMS = ["a", "b", "c"]
 
@@ -178,6 +180,43 @@ def test_a_team_with_idle_quota_waits_only_for_stops_in_flight(case: tuple[Sched
         if promised - started:
             assert any(job.state in RELEASING_STATES for job in snapshot.jobs), promised - started
         snapshot = land_stops(snapshot)
+
+
+def borrowing_nothing_as_lending(config: SchedulerConfig) -> SchedulerConfig:
+    """`config` with every lending team made `lend_and_borrow` with a borrow limit of 0."""
+    quotas = {
+        team: replace(quota, sharing=Sharing.LEND_AND_BORROW, borrow_limit=0)
+        if quota.sharing is Sharing.LEND
+        else quota
+        for team, quota in config.teams.quotas.items()
+    }
+    return replace(config, teams=replace(config.teams, quotas=quotas))
+
+
+def running(name: str, team: str, priority: int) -> Job:
+    return JobBuilder(name, T0).team(team).priority(priority).needs(1, P5).live(JobState.RUNNING, T0).build()
+
+
+AT_QUOTA = (
+    SchedulerConfig(
+        pools={P5: 4}, teams=Teams(quotas={"a": Quota({P5: 2}, Sharing.LEND), "b": Quota({P5: 2}, Sharing.LEND)})
+    ),
+    Snapshot(jobs=(running("a1", "a", 1), running("a2", "a", 1), JobBuilder("a3", T0).team("a").priority(9).build())),
+)
+"""Issue 19's case: a at its quota, a priority-9 job of a pending, two instances free."""
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+@example(case=AT_QUOTA)
+def test_a_borrow_limit_of_0_schedules_as_lend(case: tuple[SchedulerConfig, Snapshot]) -> None:
+    """A team that may borrow nothing is a team that lends: the same starts, stops and waits
+    (0 is a limit, not "no limit")."""
+    config, snapshot = case
+    lending = decide(snapshot, NOW, config)
+    borrowing_nothing = decide(snapshot, NOW, borrowing_nothing_as_lending(config))
+
+    assert [summary(action) for action in borrowing_nothing] == [summary(action) for action in lending]
 
 
 def test_the_generators_reach_reclaims_and_borrowing() -> None:

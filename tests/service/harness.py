@@ -23,6 +23,7 @@ from tests.support.fakes import (
     FakeTrainingService,
     InMemoryJobStore,
     InMemoryPoolUsageBoard,
+    RecordingNotifier,
     StaticPolicySource,
 )
 
@@ -69,6 +70,9 @@ class World:
     policy: StaticPolicySource = field(default_factory=StaticPolicySource)
     idle_watch: IdleWatch | None = None
     team_usage: InMemoryTeamUsageHistory = field(default_factory=InMemoryTeamUsageHistory)
+    notifier: RecordingNotifier = field(default_factory=RecordingNotifier)
+    stack: str | None = None
+    """The stack's name (`smq:stack`); None: a stack that tells no other smq stack apart."""
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -85,6 +89,8 @@ class World:
             policy=self.policy,
             idle_watch=self.idle_watch,
             team_usage=self.team_usage,
+            notifier=self.notifier,
+            stack=self.stack,
         )
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:

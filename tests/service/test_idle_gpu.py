@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import AlarmServiceError, ConfigError
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
+from smq_lambda.governance.idle_scope import EXEMPT_TAG
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.idle import handle as handle_idle
 from smq_lambda.handlers.scheduler import idle_alarm_prefix
@@ -20,7 +22,7 @@ from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.settings import Settings
 
-from tests.service.harness import POOL, World, training_request
+from tests.service.harness import POOL, World, queued_job, training_request
 from tests.support.fakes import FakeIdleAlarms, FakeTrainingJob
 
 TOPIC = "arn:aws:sns:us-east-1:000000000000:smq-idle"
@@ -45,9 +47,17 @@ class IdleWorld(World):
             prefix=PREFIX,
         )
 
-    def training(self, name: str, instances: int = 1) -> str:
-        """Submit a job and take its attempt to `Training`; returns the training job's name."""
-        self.submit(name, 0, instances=instances)
+    def training(self, name: str, instances: int = 1, *, pool: str = POOL, tags: tuple[str, ...] = ()) -> str:
+        """Submit a job (with `tags` set to `true`) and take its attempt to `Training`; returns the
+        training job's name."""
+        self.clock.advance(seconds=1)
+        queued = queued_job(name, priority=0, submitted_at=self.clock(), pool=pool, instances=instances)
+        request = {
+            **queued.request,
+            "Tags": [*queued.request["Tags"], *({"Key": key, "Value": "true"} for key in tags)],
+        }
+        self.store.create(replace(queued, request=request))
+        self.kick()
         self.progress(name, "InProgress", secondary_status="Starting")
         self.progress(name, "InProgress", secondary_status="Training")
         attempt = self.job(name).current_attempt
@@ -286,3 +296,71 @@ def test_the_prefix_is_the_environments_and_required() -> None:
         idle_alarm_prefix(Settings.from_env(env))
     with pytest.raises(ValueError):
         Settings.from_env({**env, "SMQ_IDLE_ALARM_PREFIX": "smq-idle-"})
+
+
+def test_reconciliation_stops_a_job_whose_notification_was_lost(world: IdleWorld) -> None:
+    """The idle-stop function failed on the notification three times (it went to the dead-letter
+    queue); the alarm stays in ALARM and notifies no more."""
+    training_job = world.training("train")
+    world.training("busy")
+    world.alarms.set_state(alarm_name(PREFIX, training_job), "ALARM")
+
+    world.reconcile()
+
+    stopping = world.job("train")
+    assert stopping.state is JobState.STOPPING
+    assert stopping.reason is not None and stopping.reason.startswith("idle GPU: every host at or below 1%")
+    assert world.job("busy").state is JobState.RUNNING
+    assert set(world.sagemaker.stop_calls) == {training_job}
+    world.reconcile()
+    world.notify(alarm_name(PREFIX, training_job))
+    assert world.job("train") == stopping
+    world.finish_stops()
+    assert world.job("train").state is JobState.FAILED
+    assert alarm_name(PREFIX, training_job) not in world.alarms.alarms
+
+
+def test_reconciliation_stops_a_job_of_several_alarms_once_every_part_is_in_alarm(world: IdleWorld) -> None:
+    wide = world.training("wide", instances=12)
+    world.alarms.set_state(alarm_name(PREFIX, wide, 1, 2), "ALARM")
+    world.reconcile()
+    assert world.job("wide").state is JobState.RUNNING
+    world.alarms.set_state(alarm_name(PREFIX, wide, 2, 2), "ALARM")
+    world.reconcile()
+    assert world.job("wide").state is JobState.STOPPING
+    assert set(world.sagemaker.stop_calls) == {wide}
+
+
+def test_a_failing_recheck_never_fails_reconciliation(world: IdleWorld) -> None:
+    training_job = world.training("train")
+    world.alarms.set_state(alarm_name(PREFIX, training_job), "ALARM")
+    world.alarms.fail = True
+    world.reconcile()
+    assert world.job("train").state is JobState.RUNNING
+    world.alarms.fail = False
+    world.reconcile()
+    assert world.job("train").state is JobState.STOPPING
+
+
+def test_an_exempt_job_gets_no_alarm_and_is_never_stopped(world: IdleWorld) -> None:
+    training_job = world.training("debug", tags=(EXEMPT_TAG,))
+    assert world.alarms.alarms == {}
+    world.alarms.put([{"AlarmName": alarm_name(PREFIX, training_job)}])
+    world.alarms.set_state(alarm_name(PREFIX, training_job), "ALARM")
+    world.reconcile()
+    assert world.job("debug").state is JobState.RUNNING
+    assert world.sagemaker.stop_calls == []
+    assert world.alarms.alarms == {}
+
+
+def test_a_job_without_gpus_is_watched_on_its_cpus_only_under_the_cpu_rule(world: IdleWorld) -> None:
+    world.config.set_pools({POOL: 20, "ml.m5.xlarge": 4})
+    world.policy.policy = Policy(idle=IdlePolicy(cpu_threshold_percent=5))
+    training_job = world.training("etl", pool="ml.m5.xlarge")
+    [alarm] = world.alarms.alarms.values()
+    assert alarm["Metrics"][0]["MetricStat"]["Metric"]["MetricName"] == "CPUUtilization"
+    assert alarm["Threshold"] == 5.0
+    world.alarms.set_state(alarm_name(PREFIX, training_job), "ALARM")
+    world.reconcile()
+    stopping = world.job("etl")
+    assert stopping.reason is not None and stopping.reason.startswith("idle CPU: every host at or below 5% CPU")

@@ -78,6 +78,17 @@ def test_a_bad_trace_is_one_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_a_capacity_beyond_the_bound_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"name": "a", "submit_s": 0, "priority": 1, "pool": "p", "instances": 1, "duration_s": 1}\n')
+
+    code = main(["simulate", str(trace), "--capacity", f"p={2**63}"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "argument --capacity: p: a pool holds at most 100000 instances" in err and "Traceback" not in err
+
+
 def test_a_bad_configuration_or_missing_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "config.json"
     config.write_text('{"ml.p5.48xlarge": -1}')

@@ -48,6 +48,15 @@ def test_the_seed_baseline_reproduces_the_articles_four_jobs() -> None:
     assert result.metrics["refused_starts"] == 0
 
 
+def test_a_job_submitted_at_the_traces_first_moment_counts_its_wait() -> None:
+    """b, submitted at 0 s, waits 100 s for a's instance (a wait from 0 s is a wait)."""
+    trace = [TraceJob("a", 0, 0, "p", 1, 100), TraceJob("b", 0, 0, "p", 1, 100)]
+
+    result = simulate(trace, SchedulerConfig(pools={"p": 1}), timing=Timing(0, 0))
+
+    assert result.metrics["wait_s"]["0"]["max"] == 100.0
+
+
 def test_the_seed_baseline_counts_jobs_not_instances() -> None:
     """Two 2-instance jobs in a pool of 2: the seed thinks it has two free slots, and SageMaker
     refuses the second start until the first job is done."""

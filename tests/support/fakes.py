@@ -24,6 +24,7 @@ from smq_lambda.adapters.item_codec import (
     decode_page_token,
     encode_page_token,
     from_item,
+    owner_state_key,
     pending_team_key,
     to_item,
 )
@@ -38,8 +39,8 @@ from smq_lambda.errors import (
     StartRefused,
     VersionConflict,
 )
-from smq_lambda.governance.actions import NotifyPolicy
 from smq_lambda.governance.idle import AlarmPrefix
+from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import InUse, JobPage, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
@@ -90,12 +91,13 @@ class InMemoryJobStore:
         self._index_lag = index_lag
         self._earlier: collections.deque[dict[str, Item]] = collections.deque([{}], maxlen=index_lag + 1)
         self._pools: set[str] = set()
+        self._team_tags: dict[str, datetime] = {}
         self._outside: dict[str, set[str]] = {}
         """Per pool, `<training job>=<instances>` elements, as the DynamoDB store's `outside` sets."""
         self.window_reads = 0
         """Pending jobs served by `pending_window`, for tests that bound what a pass reads."""
 
-    def create(self, job: Job) -> Job:
+    def create(self, job: Job, *, register_team: bool = False) -> Job:
         stored = replace(job, version=1)
         with self._lock:
             self._pools.update(job.demand)
@@ -109,6 +111,8 @@ class InMemoryJobStore:
                 stored = replace(stored, earlier_job_ids=(earlier.job_id, *earlier.earlier_job_ids)[:MAX_EARLIER_JOBS])
                 self._items[archive_key(job.name, earlier.job_id)] = archived(existing)
             self._write(job.name, to_item(stored, ttl_days=self._ttl_days))
+            if register_team and job.team:
+                self._team_tags[job.team] = job.submitted_at.replace(microsecond=0)
         return stored
 
     def get(self, name: str, *, job_id: str | None = None) -> Job | None:
@@ -148,8 +152,14 @@ class InMemoryJobStore:
                 if (total := sum(outside_count(entry) for entry in entries))
             }
             pools = frozenset(self._pools)
+            team_tags = dict(self._team_tags)
         live.sort(key=lambda item: item["order_key"]["S"])
-        return InUse(live=[from_item(item) for item in live], outside=outside, pools=pools)
+        return InUse(live=[from_item(item) for item in live], outside=outside, pools=pools, team_tags=team_tags)
+
+    def forget_team_tag(self, team: str, registered_at: datetime) -> None:
+        with self._lock:
+            if self._team_tags.get(team) == registered_at:
+                del self._team_tags[team]
 
     def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         projected = pending_index_attributes()
@@ -202,10 +212,12 @@ class InMemoryJobStore:
         wanted = {str(JobState(state)) for state in states}
 
         def matches(item: Item) -> bool:
+            """As the index: by owner, only items that carry the owner's key of their state."""
+            state = item["state"]["S"]
             return (
-                item["state"]["S"] in wanted
+                state in wanted
                 and (pool is None or item["pool"]["S"] == pool)
-                and (owner is None or item["owner"]["S"] == owner)
+                and (owner is None or item.get("owner_state") == {"S": owner_state_key(owner, JobState(state))})
                 and item["order_key"]["S"] > after
             )
 
@@ -521,17 +533,17 @@ class StaticPolicySource:
 
 
 class RecordingNotifier:
-    """The policy notifier of service/outside_jobs.py: records every notification; `fail` makes
-    each publish report failure, as the SNS adapter does when SNS refuses."""
+    """The Notifier port: records every notice published; `fail` makes each publish report
+    failure (recording nothing), as the SNS adapter does when SNS refuses."""
 
     def __init__(self, *, fail: bool = False) -> None:
-        self.sent: list[NotifyPolicy] = []
+        self.sent: list[Notice] = []
         self.fail = fail
 
-    def notify(self, notification: NotifyPolicy) -> bool:
+    def publish(self, notice: Notice) -> bool:
         if self.fail:
             return False
-        self.sent.append(notification)
+        self.sent.append(notice)
         return True
 
 
@@ -570,6 +582,14 @@ class FakeIdleAlarms:
     def states(self, alarm_names: Collection[str]) -> dict[str, str]:
         self._check("DescribeAlarms", alarm_names)
         return {name: self.alarm_states[name] for name in alarm_names if name in self.alarm_states}
+
+    def in_alarm(self) -> list[Mapping[str, Any]]:
+        self._check("DescribeAlarms", [])
+        return [
+            {**self.alarms[name], "StateValue": state}
+            for name, state in sorted(self.alarm_states.items())
+            if state == "ALARM" and self.prefix.owns(name) and name in self.alarms
+        ]
 
     def set_state(self, name: str, state: str) -> None:
         self.alarm_states[name] = state

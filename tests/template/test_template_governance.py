@@ -94,21 +94,30 @@ def test_parameters_that_could_break_the_json_are_refused(
     assert (re.fullmatch(pattern, text) is not None) is accepted
 
 
-def test_only_the_scheduler_publishes_and_only_to_the_policy_topic(translated: dict[str, Any]) -> None:
-    scheduler = granted(translated, function_role(translated, "SchedulerFunction"))
-    assert {action: arns for action, arns in scheduler.items() if action.startswith("sns:")} == {
-        "sns:Publish": {"physical-PolicyTopic"}
-    }
-    for function in ("ApiFunction", "IdleStopFunction"):
-        assert not [action for action in granted(translated, function_role(translated, function)) if "sns:" in action]
+def test_the_scheduler_and_idle_stop_publish_only_to_the_notifications_topic(translated: dict[str, Any]) -> None:
+    for function in ("SchedulerFunction", "IdleStopFunction"):
+        grants = granted(translated, function_role(translated, function))
+        assert {action: arns for action, arns in grants.items() if action.startswith("sns:")} == {
+            "sns:Publish": {"physical-PolicyTopic"}
+        }, function
+    assert not [action for action in granted(translated, function_role(translated, "ApiFunction")) if "sns:" in action]
 
 
-def test_both_functions_read_the_policy_parameter(translated: dict[str, Any]) -> None:
+def test_every_function_reads_the_policy_parameter_and_its_history(translated: dict[str, Any]) -> None:
     name = value(translated, {"Ref": "PolicyParameter"})
     assert name == "/smq/smq/policy"
-    for function in ("ApiFunction", "SchedulerFunction"):
+    for function in ("ApiFunction", "SchedulerFunction", "IdleStopFunction"):
         grants = granted(translated, function_role(translated, function))
-        assert f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{name}" in grants["ssm:GetParameter"]
+        for action in ("ssm:GetParameter", "ssm:GetParameterHistory"):
+            assert f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{name}" in grants[action], (function, action)
+
+
+def test_every_function_falls_back_to_the_policy_the_stack_wrote(translated: dict[str, Any]) -> None:
+    """SMQ_STACK_POLICY is the policy parameter's value as the stack wrote it (Fn::GetAtt), so it is
+    the policy the Governance parameters describe, with no second copy of the document to drift."""
+    for function in ("ApiFunction", "SchedulerFunction", "IdleStopFunction"):
+        variables = translated["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert variables["SMQ_STACK_POLICY"] == {"Fn::GetAtt": ["PolicyParameter", "Value"]}, function
 
 
 @pytest.mark.parametrize(("email", "subscribed"), [("", False), ("team@example.com", True)])
@@ -126,7 +135,9 @@ def test_each_topic_email_is_subscribed_only_when_given(
     condition = translated["Conditions"][subscription["Condition"]]
     assert value(translated, condition, **{parameter: email}) is subscribed
     properties = value(translated, subscription["Properties"], **{parameter: email})
-    assert properties == {"TopicArn": f"physical-{topic}", "Protocol": "email", "Endpoint": email}
+    # The policy email keeps hearing of the policy's stops only, not of every owner's notice.
+    stops_only = {"FilterPolicy": {"action": ["policy-stop", "idle-stop"]}} if topic == "PolicyTopic" else {}
+    assert properties == {"TopicArn": f"physical-{topic}", "Protocol": "email", "Endpoint": email, **stops_only}
 
 
 def test_the_idle_stop_function_is_subscribed_to_the_idle_topic(translated: dict[str, Any]) -> None:
@@ -157,6 +168,23 @@ def test_the_idle_stop_function_is_subscribed_to_the_idle_topic(translated: dict
             "SourceArn": {"Ref": "IdleAlarmTopic"},
         }
     ]
+
+
+def test_a_notification_the_idle_stop_function_fails_three_times_lands_in_its_dead_letter_queue(
+    translated: dict[str, Any],
+) -> None:
+    """Reconciliation then stops the idle job (the alarm stays in ALARM); the queue's alarm tells
+    ops (test_template_ops.py)."""
+    (config,) = [
+        config["Properties"]
+        for config in resources(translated, "AWS::Lambda::EventInvokeConfig").values()
+        if config["Properties"]["FunctionName"] == {"Ref": "IdleStopFunction"}
+    ]
+    assert config["MaximumRetryAttempts"] == 2
+    assert config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["IdleStopDeadLetterQueue", "Arn"]}
+    assert translated["Resources"]["IdleStopDeadLetterQueue"]["Type"] == "AWS::SQS::Queue"
+    grants = granted(translated, function_role(translated, "IdleStopFunction"))
+    assert grants["sqs:SendMessage"] == {resolve("IdleStopDeadLetterQueue", "Arn")}
 
 
 def test_the_scheduler_puts_alarms_that_notify_the_idle_topic(translated: dict[str, Any]) -> None:
@@ -216,17 +244,23 @@ def test_idle_alarm_access_is_scoped_to_the_alarm_prefix(translated: dict[str, A
 
 
 def test_the_idle_stop_function_may_do_only_what_stopping_an_idle_job_takes(translated: dict[str, Any]) -> None:
-    """Find the job (the state index, then a consistent batch read), write it `stopping`, read the
-    policy, stop the training job, read and delete its alarms: nothing more."""
+    """Find the job (the pool registry item, then a consistent batch read of the live jobs), write
+    it `stopping` (or warned) with UpdateItem, alone or in a transaction with its pools' items,
+    read the policy, stop the training job, read and delete its alarms, tell the owner, park a
+    notification it failed on: nothing more (tests/template/test_function_permissions.py shows
+    each of these is needed)."""
     policy = value(translated, {"Ref": "PolicyParameter"})
     assert granted(translated, function_role(translated, "IdleStopFunction")) == {
+        "dynamodb:GetItem": {TABLE_ARN},
         "dynamodb:BatchGetItem": {TABLE_ARN},
-        "dynamodb:PutItem": {TABLE_ARN},
-        "dynamodb:Query": {f"{TABLE_ARN}/index/*"},
+        "dynamodb:UpdateItem": {TABLE_ARN},
         "ssm:GetParameter": {f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{policy}"},
+        "ssm:GetParameterHistory": {f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{policy}"},
         "sagemaker:StopTrainingJob": {TRAINING_JOBS},
         "cloudwatch:DescribeAlarms": {IDLE_ALARMS},
         "cloudwatch:DeleteAlarms": {IDLE_ALARMS},
+        "sns:Publish": {"physical-PolicyTopic"},
+        "sqs:SendMessage": {resolve("IdleStopDeadLetterQueue", "Arn")},
     }
 
 

@@ -15,6 +15,7 @@ from smq.local.template import (
     TemplateError,
     evaluate,
     function_environment,
+    function_policies,
     load_template,
     sns_subscriptions,
     ssm_parameters,
@@ -34,6 +35,8 @@ CONTRACT_VARIABLES = {
     "SMQ_ADMIN_PRINCIPALS",
     "SMQ_FINISHED_TTL_DAYS",
     "SMQ_POLICY_PARAMETER",
+    "SMQ_STACK_POLICY",
+    "SMQ_STACK_NAME",
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
     "POWERTOOLS_TRACE_DISABLED",
@@ -257,12 +260,14 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
             "SMQ_IDLE_TOPIC_ARN",
             "SMQ_IDLE_ALARM_PREFIX",
         },
-        "IdleStopFunction": {"SMQ_IDLE_ALARM_PREFIX"},
+        "IdleStopFunction": {"SMQ_IDLE_ALARM_PREFIX", "SMQ_POLICY_TOPIC_ARN"},
     }
     expected = CONTRACT_VARIABLES | own[function]
     assert set(environment) == expected
     parameters = dict(ssm_parameters(template, REQUIRED_PARAMETERS))
     assert parse_policy(json.loads(parameters[environment["SMQ_POLICY_PARAMETER"]])) == Policy()
+    assert environment["SMQ_STACK_POLICY"] == parameters[environment["SMQ_POLICY_PARAMETER"]]
+    assert environment["SMQ_STACK_NAME"] == "smq", "the stack's own name tags its attempts (smq:stack)"
     assert parameters[environment["SMQ_POOLS_PARAMETER"]] == template["Parameters"]["CapacityPools"]["Default"]
     assert environment["SMQ_TABLE_NAME"] == "physical-QueueTable"
     assert environment["SMQ_ALLOWED_ROLE_ARNS"] == REQUIRED_PARAMETERS["AllowedRoleArns"]
@@ -287,3 +292,34 @@ def test_the_functions_subscribed_to_topics_come_from_their_sns_events() -> None
 
     assert subscriptions == [("IdleStopFunction", "smq_lambda.handlers.idle.handler", "physical-IdleAlarmTopic")]
     assert calls == [("IdleAlarmTopic", None)]
+
+
+@pytest.mark.parametrize(
+    ("policies", "expected"),
+    [
+        (
+            [{"Statement": {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": ["Q", "Arn"]}}}],
+            [
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "physical-Q.Arn"}],
+                }
+            ],
+        ),
+        ([], []),
+        (["AWSLambdaBasicExecutionRole"], TemplateError),
+        ([{"SQSPollerPolicy": {"QueueName": "q"}}], TemplateError),
+    ],
+)
+def test_a_functions_policies_are_its_inline_documents_evaluated(policies: list[Any], expected: Any) -> None:
+    """The local stack makes each function's role from these; what it could not read it refuses."""
+    template = {"Resources": {"F": {"Type": "AWS::Serverless::Function", "Properties": {"Policies": policies}}}}
+
+    def resolve(logical_id: str, attribute: str | None) -> str:
+        return f"physical-{logical_id}.{attribute}"
+
+    if expected is TemplateError:
+        with pytest.raises(TemplateError, match="only inline policy documents"):
+            function_policies(template, "F", resolve)
+    else:
+        assert function_policies(template, "F", resolve) == expected

@@ -44,6 +44,7 @@ def test_every_queue_is_created_after_its_dead_letter_queue(real: dict[str, Any]
         "SchedulerQueueDeadLetterQueue",
         "SchedulerDeadLetterQueue",
         "EventDeliveryDeadLetterQueue",
+        "IdleStopDeadLetterQueue",
     }
     assert order.index("SchedulerQueueDeadLetterQueue") < order.index("SchedulerQueue")
 

@@ -131,6 +131,7 @@ ALARMS = {
     "SchedulerDeadLetterAlarm": dead_letters("SchedulerDeadLetterQueue"),
     "SchedulerQueueDeadLetterAlarm": dead_letters("SchedulerQueueDeadLetterQueue"),
     "EventDeliveryDeadLetterAlarm": dead_letters("EventDeliveryDeadLetterQueue"),
+    "IdleStopDeadLetterAlarm": dead_letters("IdleStopDeadLetterQueue"),
     "Api5xxAlarm": Watch(
         "AWS/ApiGateway", "5XXError", {"ApiName": "training-job-queue", "Stage": "prod"}, "Sum", GE, 1, "notBreaching"
     ),
@@ -138,6 +139,12 @@ ALARMS = {
     "JobErrorsAlarm": Watch("smq", "JobErrors", SERVICE, "Sum", GE, 1, "notBreaching"),
     "StuckJobsAlarm": Watch("smq", "StuckJobs", SERVICE, "Maximum", GE, 1, "breaching"),
 }
+
+
+INVALID_DOCUMENTS = ("InvalidConfiguration", "InvalidPolicy", "InvalidAccessRules")
+"""What the invalid-documents alarm adds up (adapters/ssm_config.py, ssm_policy.py, ssm_access_rules.py)."""
+MATH_ALARMS = {"InvalidDocumentsAlarm"}
+"""Alarms on a metric math expression rather than one metric."""
 
 
 @pytest.mark.parametrize("logical_id", sorted(ALARMS))
@@ -156,7 +163,7 @@ def test_alarm_watches_the_metric_it_is_meant_for(translated: dict[str, Any], lo
 
 
 def test_every_alarm_is_listed_above_and_notifies_the_ops_topic(translated: dict[str, Any]) -> None:
-    assert set(alarms(translated)) == set(ALARMS)
+    assert set(alarms(translated)) == set(ALARMS) | MATH_ALARMS
     for logical_id, alarm in alarms(translated).items():
         assert (alarm["AlarmActions"], alarm["OKActions"]) == ([OPS_TOPIC], [OPS_TOPIC]), logical_id
         assert "InsufficientDataActions" not in alarm, logical_id
@@ -165,10 +172,28 @@ def test_every_alarm_is_listed_above_and_notifies_the_ops_topic(translated: dict
 
 
 def test_custom_metric_alarms_use_the_dimensions_powertools_emits(translated: dict[str, Any]) -> None:
-    custom = {logical_id: alarm for logical_id, alarm in alarms(translated).items() if alarm["Namespace"] == NAMESPACE}
+    custom = {
+        logical_id: alarm for logical_id, alarm in alarms(translated).items() if alarm.get("Namespace") == NAMESPACE
+    }
     assert set(custom) == {"ApiErrorsAlarm", "JobErrorsAlarm", "StuckJobsAlarm"}
     for logical_id, alarm in custom.items():
         assert sorted(d["Name"] for d in alarm["Dimensions"]) == emitted_dimensions(), logical_id
+
+
+def test_the_invalid_documents_alarm_adds_up_every_documents_count(translated: dict[str, Any]) -> None:
+    alarm = alarms(translated)["InvalidDocumentsAlarm"]
+    (total,) = [query for query in alarm["Metrics"] if query["ReturnData"]]
+    watched = {}
+    for query in alarm["Metrics"]:
+        if "MetricStat" in query:
+            metric, stat = query["MetricStat"]["Metric"], query["MetricStat"]["Stat"]
+            assert metric["Namespace"] == NAMESPACE and stat == "Sum", query["Id"]
+            assert sorted(d["Name"] for d in metric["Dimensions"]) == emitted_dimensions(), query["Id"]
+            assert f"FILL({query['Id']}, 0)" in total["Expression"]
+            watched[metric["MetricName"]] = query["Id"]
+    assert sorted(watched) == sorted(INVALID_DOCUMENTS)
+    assert total["Expression"].startswith("SUM([")
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["TreatMissingData"]) == (GE, 1, "notBreaching")
 
 
 def test_api_alarm_names_the_deployed_api_and_stage(translated: dict[str, Any]) -> None:
@@ -304,7 +329,9 @@ def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None
 
 def test_the_dashboard_shows_every_alarm(translated: dict[str, Any]) -> None:
     (alarm_widget,) = [widget["properties"] for widget in dashboard(translated)["widgets"] if widget["type"] == "alarm"]
-    assert sorted(alarm_widget["alarms"]) == sorted(resolve(logical_id, "Arn") for logical_id in ALARMS)
+    assert sorted(alarm_widget["alarms"]) == sorted(
+        resolve(logical_id, "Arn") for logical_id in {*ALARMS, *MATH_ALARMS}
+    )
 
 
 def test_the_dashboard_names_the_deployed_resources(translated: dict[str, Any]) -> None:
@@ -317,6 +344,7 @@ def test_the_dashboard_names_the_deployed_resources(translated: dict[str, Any]) 
         ("ApproximateNumberOfMessagesVisible", "physical-SchedulerQueueDeadLetterQueue"),
         ("ApproximateNumberOfMessagesVisible", "physical-SchedulerQueue"),
         ("ApproximateNumberOfMessagesVisible", "physical-EventDeliveryDeadLetterQueue"),
+        ("ApproximateNumberOfMessagesVisible", "physical-IdleStopDeadLetterQueue"),
     }
 
 

@@ -30,6 +30,7 @@ def test_queue_table_matches_the_contract(template: dict[str, Any]) -> None:
         "pending_team": "S",
         "order_key": "S",
         "state": "S",
+        "owner_state": "S",
     }
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -77,7 +78,16 @@ def test_state_index_lists_a_states_jobs_in_order(template: dict[str, Any]) -> N
         {"AttributeName": "order_key", "KeyType": "RANGE"},
     ]
     assert gsi["Projection"] == {"ProjectionType": "ALL"}
-    assert len(properties["GlobalSecondaryIndexes"]) == 3
+    assert len(properties["GlobalSecondaryIndexes"]) == 4
+
+
+def test_owner_index_lists_one_owners_jobs_of_a_state_in_order(template: dict[str, Any]) -> None:
+    gsi = index(template["Resources"]["QueueTable"]["Properties"], "by-owner")
+    assert gsi["KeySchema"] == [
+        {"AttributeName": "owner_state", "KeyType": "HASH"},
+        {"AttributeName": "order_key", "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"] == {"ProjectionType": "ALL"}, "listings return whole jobs"
 
 
 def test_team_index_returns_one_teams_pending_jobs_of_a_pool_with_the_pending_projection(

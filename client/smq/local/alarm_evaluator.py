@@ -1,7 +1,8 @@
 """CloudWatch's alarm evaluation, for the local stack.
 
 moto stores alarms and metric data but never evaluates an alarm, so none would ever fire. This
-evaluates the metric alarms whose names start with a prefix (the idle-GPU alarms) the way
+evaluates the metric alarms whose names start with a prefix (the idle alarms, on `GPUUtilization`
+or, under the CPU rule, `CPUUtilization`: whatever metric their queries name) the way
 CloudWatch does, sets their state, and performs their SNS actions by publishing CloudWatch's alarm
 notification to the topic: the same path as in AWS (alarm → SNS topic → subscribed function).
 

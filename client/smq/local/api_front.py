@@ -2,8 +2,9 @@
 
 Each request becomes the event API Gateway's Lambda proxy integration would send, so the handler
 under test is the one Lambda runs. The caller's identity comes from the SigV4 `Authorization`
-header's access key (`arn:aws:iam::000000000000:user/<key id>`): the signature is not checked,
-the point is telling owners apart. Unsigned requests are `local-anonymous`.
+header's access key: the IAM user the stack made that key for (`arn:aws:iam::000000000000:user/
+smq-local-admin`, as API Gateway names an IAM user), or for any other key `user/<key id>`. The
+signature is not checked, the point is telling owners apart. Unsigned requests are `local-anonymous`.
 
 Like API Gateway, a path or method the API does not define is answered 403 "Missing Authentication
 Token" without calling the handler, and a handler that raises is a 502.
@@ -18,7 +19,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,6 +74,8 @@ class ApiFront:
     def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
         self._handler = handler
         self._host = host
+        self.users: dict[str, str] = {}
+        """Access key id → the IAM user it belongs to (the stack names its admin's once made)."""
         self._lock = threading.Lock()
         """The handler keeps per-cold-start state; one call at a time, like one Lambda instance."""
         self._server = ThreadingHTTPServer((host, port), self._request_handler_class())
@@ -160,6 +163,7 @@ class ApiFront:
                 headers=request.headers.items(),
                 body=body,
                 source_ip=request.client_address[0],
+                users=self.users,
             )
             response = self.invoke(event)
         _write(request, response)
@@ -175,6 +179,7 @@ def proxy_event(
     headers: Any,
     body: bytes,
     source_ip: str,
+    users: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """An API Gateway REST API (v1) Lambda proxy event, as AWS documents it."""
     single: dict[str, str] = {}
@@ -189,7 +194,8 @@ def proxy_event(
         query_multi.setdefault(name, []).append(value)
     lowered = {name.lower(): value for name, value in single.items()}
     access_key = access_key_of(lowered.get("authorization"))
-    user_arn = f"arn:aws:iam::{ACCOUNT}:user/{access_key}" if access_key else ANONYMOUS
+    user = (users or {}).get(access_key, access_key) if access_key else None
+    user_arn = f"arn:aws:iam::{ACCOUNT}:user/{user}" if user else ANONYMOUS
     try:
         text: str | None = body.decode("utf-8") if body else None
         encoded = False

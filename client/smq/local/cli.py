@@ -67,6 +67,25 @@ def register_local_commands(subparsers: Any) -> None:
         help="evaluate the idle-GPU alarms over N-second periods instead of their own (the policy's "
         "idle.period_seconds, 300 by default), so an idle job is stopped within seconds",
     )
+    up.add_argument(
+        "--stack-name",
+        default="smq",
+        metavar="NAME",
+        help="the stack's name (AWS::StackName; default smq): two stacks sharing a SageMaker need two names",
+    )
+    up.add_argument(
+        "--sagemaker-url",
+        metavar="URL",
+        help="share the local SageMaker service of another local stack (its `smq local up` prints the URL) "
+        "instead of starting one, as two stacks in one account share SageMaker",
+    )
+    up.add_argument(
+        "--reconcile-every",
+        type=_positive_seconds,
+        default=30,
+        metavar="SECONDS",
+        help="how often the scheduler reconciles with SageMaker (default 30)",
+    )
     up.set_defaults(func=_up)
 
     inject = commands.add_parser("inject", help="inject a fault into a running job of the local stack")
@@ -179,6 +198,9 @@ def _up(args: argparse.Namespace) -> int:
         policy=args.policy,
         alarm_period_seconds=args.alarm_period_seconds,
         template=args.template or TEMPLATE,
+        stack_name=args.stack_name,
+        sagemaker_url=args.sagemaker_url,
+        reconcile_every_seconds=args.reconcile_every,
     )
     _stop_on_signals()
     with contextlib.suppress(_StopRequested), LocalStack(options) as stack:

@@ -41,9 +41,10 @@ from smq.local.api_front import ApiFront
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq.local.event_bus import EventBus
 from smq.local.sagemaker import LocalSageMaker, PhaseTimings
-from smq.local.stack_functions import InProcessFunctions, api_handler
+from smq.local.stack_functions import InProcessFunctions, api_handler, as_function
 from smq.local.stack_options import (
     ACCOUNT,
+    API_FUNCTION_ID,
     BUCKET,
     LOG_GROUP,
     MOTO_SERVICES,
@@ -54,6 +55,7 @@ from smq.local.stack_options import (
     StackStartError,
 )
 from smq.local.stack_resources import StackResources
+from smq.local.stack_roles import ADMIN_USER, StackIdentities
 from smq.local.stack_state import STATE_FILE, read_state, training_job_for, write_state
 from smq.local.stack_triggers import FunctionTriggers
 from smq.local.template import TemplateError, load_template
@@ -95,6 +97,9 @@ class LocalStack:
         """The template's resources, once the template is read."""
         self._functions = InProcessFunctions()
         self._moto: ThreadedMotoServer | None = None
+        self._identities: StackIdentities | None = None
+        """The admin and the functions' roles, once moto is up (stack_roles.py)."""
+        self._moto_url = ""
         self._sagemaker: LocalSageMaker | None = None
         self._triggers: FunctionTriggers | None = None
         self._bus: EventBus | None = None
@@ -125,20 +130,10 @@ class LocalStack:
             self._api = self._bind_api()
             self._start_moto()
             resources.create()
+            self._enforce_iam(resources)
             self._bus = EventBus(lambda: self.boto3_client("sqs"), resources.event_routes(), chaos=self.options.chaos)
             self._bus.start()
-            self._sagemaker = LocalSageMaker(
-                workdir=self.workdir,
-                on_event=self._bus.publish,
-                stop_grace_seconds=self.options.stop_grace_seconds,
-                executor=self.options.executor,
-                aws_env=self.aws_env,
-                region=REGION,
-                account_id=ACCOUNT,
-                timings=self._timings(),
-            )
-            self._sagemaker.start()
-            self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._sagemaker.url
+            self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._start_sagemaker(self._bus)
             self._triggers = FunctionTriggers(resources, self._functions, self.boto3_client, self.options)
             self._triggers.subscribe()
             environment = {**resources.functions_environment(), **self.aws_env}
@@ -173,9 +168,12 @@ class LocalStack:
             self._triggers.shutdown()
         if self._api is not None:
             self._api.shutdown()
+        if self._identities is not None:
+            self._identities.restore()
         if self._moto is not None:
             self._moto.stop()
         self._sagemaker = self._triggers = self._alarms = self._api = self._moto = self._bus = None
+        self._identities = None
         self._functions.leave_environment()
         if self._state_file is not None:
             self._state_file.unlink(missing_ok=True)
@@ -205,14 +203,15 @@ class LocalStack:
         return {"SMQ_API_URL": self.api_url, **self.aws_env}
 
     def boto3_client(self, service: str) -> Any:
+        """A client of the stack's emulators with the admin's keys (the stack's own principal)."""
         suffix = MOTO_SERVICES.get(service, service.upper())
         endpoint = self.aws_env.get(f"AWS_ENDPOINT_URL_{suffix}")
         return boto3.client(
             service,
             endpoint_url=endpoint,
             region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=self.aws_env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.aws_env["AWS_SECRET_ACCESS_KEY"],
         )
 
     def inject(self, job: str, fault: str, reason: str | None = None) -> str:
@@ -288,7 +287,7 @@ class LocalStack:
         """Bound before anything else starts, so a port in use fails the stack at once."""
         port = self.options.api_port
         try:
-            return ApiFront(api_handler, port=port)
+            return ApiFront(as_function(API_FUNCTION_ID, api_handler), port=port)
         except OSError as exc:
             problem = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
             raise StackStartError(
@@ -305,7 +304,7 @@ class LocalStack:
         if starter.is_alive():
             raise StackStartError(f"moto did not come up on 127.0.0.1:{port} in {MOTO_START_SECONDS:g} s; try again")
         self._moto = moto
-        moto_url = f"http://127.0.0.1:{port}"
+        moto_url = self._moto_url = f"http://127.0.0.1:{port}"
         requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
         self.aws_env = {f"AWS_ENDPOINT_URL_{suffix}": moto_url for suffix in MOTO_SERVICES.values()}
         self.aws_env.update(
@@ -316,6 +315,34 @@ class LocalStack:
                 "AWS_SECRET_ACCESS_KEY": "testing",
             }
         )
+
+    def _enforce_iam(self, resources: StackResources) -> None:
+        """Each function's role and the admin user, made while moto checks nothing; then moto checks
+        every call, and the stack, its users and clients use the admin's keys (stack_roles.py)."""
+        self._identities = StackIdentities(self._moto_url, self.boto3_client)
+        self._identities.create(resources.function_policies())
+        self.aws_env.update(self._identities.admin_keys)
+        if self._api is not None:
+            self._api.users[self._identities.admin_keys["AWS_ACCESS_KEY_ID"]] = ADMIN_USER
+        self._identities.enforce()
+
+    def _start_sagemaker(self, bus: EventBus) -> str:
+        """This stack's local SageMaker, whose events go to `bus`; or, with `sagemaker_url`, another
+        local stack's, shared as one account's SageMaker is (not stopped with this stack)."""
+        if self.options.sagemaker_url is not None:
+            return self.options.sagemaker_url
+        self._sagemaker = LocalSageMaker(
+            workdir=self.workdir,
+            on_event=bus.publish,
+            stop_grace_seconds=self.options.stop_grace_seconds,
+            executor=self.options.executor,
+            aws_env=self.aws_env,
+            region=REGION,
+            account_id=ACCOUNT,
+            timings=self._timings(),
+        )
+        self._sagemaker.start()
+        return self._sagemaker.url
 
     def _timings(self) -> PhaseTimings:
         """Training jobs report GPU utilization at least twice per alarm period, so every period of

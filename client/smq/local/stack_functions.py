@@ -1,6 +1,6 @@
 """The template's functions, run in this process as Lambda runs them: each handler imported at its
-first invocation (a cold start), one function never run twice at once, and all of them in one
-environment, this process's."""
+first invocation (a cold start), one function never run twice at once, each with the credentials of
+its own role (stack_roles.py), and all of them in one environment, this process's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from smq.local.event_router import Handler
+from smq.local.stack_roles import running_as
 
 
 def template_handler(handler: str) -> Handler:
@@ -36,6 +37,16 @@ def reset_handler_caches() -> None:
     api.default_app.cache_clear()
 
 
+def as_function(function: str, invoke: Handler) -> Handler:
+    """`invoke`, its AWS calls made with the credentials of `function`'s role (a logical id)."""
+
+    def with_role(event: dict[str, Any], context: Any) -> Any:
+        with running_as(function):
+            return invoke(event, context)
+
+    return with_role
+
+
 def api_handler(event: dict[str, Any], context: Any) -> Any:
     """The API function's handler, imported at its first request."""
     from smq_lambda.handlers import api
@@ -54,7 +65,7 @@ class InProcessFunctions:
     def serialized(self, function: str, handler: str) -> Handler:
         """The Handler the template names for `function`, never run twice at once: everything that
         invokes one function (its queue's poller, a router) takes the same lock."""
-        invoke = template_handler(handler)
+        invoke = as_function(function, template_handler(handler))
         lock = self._locks.setdefault(function, threading.Lock())
 
         def serialized(event: dict[str, Any], context: Any) -> Any:

@@ -24,6 +24,8 @@ POLICY_PARAMETER = "PolicyParameter"
 """The template's logical id of the governance policy parameter (`--policy` overwrites its value)."""
 IDLE_STOP_FUNCTION = "IdleStopFunction"
 """The template's logical id of the function that acts on the idle alarms the evaluator evaluates."""
+API_FUNCTION_ID = "ApiFunction"
+"""The template's logical id of the API function (the local API front invokes it)."""
 SCHEDULER_FUNCTION_ID = "SchedulerFunction"
 """The template's logical id of the scheduler (the reconciliation schedule invokes it)."""
 MOTO_SERVICES = {
@@ -35,6 +37,7 @@ MOTO_SERVICES = {
     "sns": "SNS",
     "sqs": "SQS",
     "sts": "STS",
+    "iam": "IAM",
     "cloudformation": "CLOUDFORMATION",
 }
 """boto3 service name → the suffix of the `AWS_ENDPOINT_URL_<SUFFIX>` variable boto3 reads for it."""
@@ -68,6 +71,12 @@ class LocalStackOptions:
     alarm_period_seconds: int | None = None
     """The period the local alarm evaluator reads metrics over, in place of each alarm's own (the
     policy's `idle.period_seconds`), so an idle job is stopped in seconds; None: the alarm's own."""
+    stack_name: str = "smq"
+    """The stack's name (`AWS::StackName`): names the idle alarms and tags every attempt (`smq:stack`)."""
+    sagemaker_url: str | None = None
+    """The local SageMaker service of another local stack to share, as two stacks share one account's
+    SageMaker; None: start one. A shared service sends its state-change events to its own stack
+    only, so this stack learns of training jobs through reconciliation."""
 
 
 class StackStartError(SmqError):

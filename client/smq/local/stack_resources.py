@@ -24,6 +24,7 @@ from smq.local.template import (
     evaluate,
     event_rule_queues,
     function_environment,
+    function_policies,
     sns_subscriptions,
     sqs_event_sources,
     sqs_queue_attributes,
@@ -44,6 +45,8 @@ class StackResources:
         self.template = template
         self._options = options
         self._client = client
+        self.pseudo_parameters = {**PSEUDO_PARAMETERS, "AWS::StackName": options.stack_name}
+        """What the template's pseudo parameters resolve to: this stack's name for `AWS::StackName`."""
         self._queues: dict[str, tuple[str, str, str]] = {}
         """The template's SQS queues (logical id) and their URL, ARN and name in moto."""
         self._topics: dict[str, str] = {}
@@ -59,7 +62,8 @@ class StackResources:
         if ttl:
             dynamodb.update_time_to_live(TableName=TABLE_NAME, TimeToLiveSpecification=ttl)
         ssm = self._client("ssm")
-        for name, value in ssm_parameters(template, self.parameter_overrides(), pseudo_parameters=PSEUDO_PARAMETERS):
+        parameters = ssm_parameters(template, self.parameter_overrides(), pseudo_parameters=self.pseudo_parameters)
+        for name, value in parameters:
             ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
         if self._options.policy is not None:
             ssm.put_parameter(Name=self.policy_parameter, Value=json.dumps(self._options.policy), Overwrite=True)
@@ -81,7 +85,7 @@ class StackResources:
                 logical_id,
                 self.resolve,
                 parameter_overrides=self.parameter_overrides(),
-                pseudo_parameters=PSEUDO_PARAMETERS,
+                pseudo_parameters=self.pseudo_parameters,
             )
             if logical_id in consumed:
                 attributes["VisibilityTimeout"] = str(self._options.queue_visibility_timeout_seconds)
@@ -132,7 +136,7 @@ class StackResources:
     def event_sources(self) -> list[QueueEventSource]:
         """The template's event source mappings from a queue to a function."""
         return sqs_event_sources(
-            self.template, parameter_overrides=self.parameter_overrides(), pseudo_parameters=PSEUDO_PARAMETERS
+            self.template, parameter_overrides=self.parameter_overrides(), pseudo_parameters=self.pseudo_parameters
         )
 
     def event_routes(self) -> list[tuple[dict[str, Any], str]]:
@@ -145,7 +149,7 @@ class StackResources:
             self.template,
             self.resolve,
             parameter_overrides=self.parameter_overrides(),
-            pseudo_parameters=PSEUDO_PARAMETERS,
+            pseudo_parameters=self.pseudo_parameters,
         )
 
     def handler(self, function: str) -> str:
@@ -159,8 +163,22 @@ class StackResources:
             function,
             self.resolve,
             parameter_overrides=self.parameter_overrides(),
-            pseudo_parameters=PSEUDO_PARAMETERS,
+            pseudo_parameters=self.pseudo_parameters,
         )
+
+    def function_policies(self) -> dict[str, list[dict[str, Any]]]:
+        """Each function's `Policies` (logical id → policy documents), for the role it runs with."""
+        return {
+            logical_id: function_policies(
+                self.template,
+                logical_id,
+                self.resolve,
+                parameter_overrides=self.parameter_overrides(),
+                pseudo_parameters=self.pseudo_parameters,
+            )
+            for logical_id, resource in (self.template.get("Resources") or {}).items()
+            if resource.get("Type") == "AWS::Serverless::Function"
+        }
 
     def functions_environment(self) -> dict[str, str]:
         """Every function's environment in one (they all run in one process)."""
@@ -175,7 +193,7 @@ class StackResources:
         """The SSM parameter of the governance policy, as the template names it."""
         resource = (self.template.get("Resources") or {}).get(POLICY_PARAMETER) or {}
         name = (resource.get("Properties") or {}).get("Name")
-        return str(evaluate(self.template, name, pseudo_parameters=PSEUDO_PARAMETERS))
+        return str(evaluate(self.template, name, pseudo_parameters=self.pseudo_parameters))
 
     @property
     def idle_alarm_prefix(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from smq.local.event_router import SNS_PATH, EventRouter, Handler
 from smq.local.sqs_event_source import SqsEventSource
-from smq.local.stack_functions import InProcessFunctions, template_handler
+from smq.local.stack_functions import InProcessFunctions, as_function, template_handler
 from smq.local.stack_options import REGION, SCHEDULER_FUNCTION, SCHEDULER_FUNCTION_ID, LocalStackOptions
 from smq.local.stack_resources import StackResources
 
@@ -42,7 +42,9 @@ class FunctionTriggers:
         sns = self._client("sns")
         for function, handler, topic_arn in self._resources.sns_subscriptions():
             router = EventRouter(
-                template_handler(handler), function_name=f"smq-{function}", reconcile_every_seconds=None
+                as_function(function, template_handler(handler)),
+                function_name=f"smq-{function}",
+                reconcile_every_seconds=None,
             )
             self._subscribers.append(router)
             sns.subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"{router.url}{SNS_PATH}")

@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smq_lambda.errors import AlarmServiceError
-from smq_lambda.governance.idle import MAX_NAMES_PER_DELETE, AlarmPrefix
+from smq_lambda.governance.idle import ALARM, MAX_NAMES_PER_DELETE, AlarmPrefix
 
 logger = Logger(service="smq", child=True)
 
@@ -54,25 +54,30 @@ class CloudWatchIdleAlarms:
             raise _alarm_error("DeleteAlarms", exc) from exc
 
     def names(self) -> list[str]:
-        return sorted(self._describe(AlarmNamePrefix=self._prefix.value))
+        return sorted(alarm["AlarmName"] for alarm in self._describe(AlarmNamePrefix=self._prefix.value))
 
     def states(self, alarm_names: Collection[str]) -> dict[str, str]:
         names = sorted(alarm_names)
         if not names:
             return {}
         self._require_prefix(names)
-        return self._describe(AlarmNames=names)
+        return {alarm["AlarmName"]: alarm.get("StateValue", "") for alarm in self._describe(AlarmNames=names)}
 
-    def _describe(self, **selection: Any) -> dict[str, str]:
-        """Alarm name → state of the metric alarms `selection` picks, every page read."""
-        states: dict[str, str] = {}
+    def in_alarm(self) -> list[Mapping[str, Any]]:
+        """CloudWatch applies both filters; moto (the local stack) ignores StateValue beside a name
+        prefix, so the state is checked here too."""
+        alarms = self._describe(AlarmNamePrefix=self._prefix.value, StateValue=ALARM)
+        return [alarm for alarm in alarms if alarm.get("StateValue") == ALARM]
+
+    def _describe(self, **selection: Any) -> list[Mapping[str, Any]]:
+        """The metric alarms `selection` picks, every page read."""
+        alarms: list[Mapping[str, Any]] = []
         try:
             for page in self._client.get_paginator("describe_alarms").paginate(AlarmTypes=[METRIC_ALARM], **selection):
-                for alarm in page.get("MetricAlarms", ()):
-                    states[alarm["AlarmName"]] = alarm.get("StateValue", "")
+                alarms += page.get("MetricAlarms", ())
         except (ClientError, BotoCoreError) as exc:
             raise _alarm_error("DescribeAlarms", exc) from exc
-        return states
+        return alarms
 
     def _call(self, operation: str, method: Any, **arguments: Any) -> None:
         try:

@@ -1,6 +1,8 @@
 """The job store's reads through the queue table's indexes, all eventually consistent:
 
     by-state         partition state         sort order_key   all jobs of one state, in order
+    by-owner         partition owner_state   sort order_key   one owner's jobs of one state, in order
+                                                              (`<owner>#<state>`)
     pending-by-pool  partition pending_pool  sort order_key   pending jobs of one pool, in order
                                                               (sparse: only pending items)
     pending-by-team  partition pending_team  sort order_key   pending jobs of one team in one pool
@@ -8,7 +10,9 @@
 
 **Pending jobs are read a window at a time**: the first few of a pool from the sparse pending
 index, which projects what a decision needs and not the request. Positions are Select=COUNT
-Queries of the same index, made when someone asks. Nothing scans the table.
+Queries of the same index, made when someone asks. **Listings read about what their page holds**:
+one Query per state (of the owner's partitions when an owner is given), each asking for one job more
+than the page; a pool filter reads past the jobs it drops. Nothing scans the table.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from typing import Any
 
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
 from smq_lambda.adapters.dynamodb_table import names, query_pages, transaction_busy
-from smq_lambda.adapters.item_codec import Item, decode_page_token, encode_page_token, from_item, pending_team_key
+from smq_lambda.adapters.item_codec import (
+    Item,
+    decode_page_token,
+    encode_page_token,
+    from_item,
+    owner_state_key,
+    pending_team_key,
+)
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.ports import JobPage
@@ -28,6 +39,7 @@ from smq_lambda.ports import JobPage
 STATE_INDEX = "by-state"
 PENDING_INDEX = "pending-by-pool"
 TEAM_INDEX = "pending-by-team"
+OWNER_INDEX = "by-owner"
 
 
 def order_key_of(item: Item) -> str:
@@ -108,7 +120,10 @@ class JobIndexes:
         limit: int = 50,
         next_token: str | None = None,
     ) -> JobPage:
-        """One page of jobs in scheduling order, from one index Query per state, merged.
+        """One page of jobs in scheduling order, from one index Query per state, merged: the state's
+        partition of `by-state`, or with `owner` the owner's partition of it in `by-owner`, so a
+        caller's page never reads other owners' jobs. Without a pool filter each Query reads in pages
+        of `limit + 1` (one more job tells whether another page follows), not DynamoDB's 1 MB.
 
         The page token is a cursor: the order key of the page's last job (see item_codec). Each
         state's Query continues with `order_key > cursor`, so a token stays valid for any number of
@@ -119,9 +134,11 @@ class JobIndexes:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         after = decode_page_token(next_token) if next_token else None
+        page_size = self._page_size if pool is not None else min(limit + 1, self._page_size or limit + 1)
         streams: list[Iterable[Item]] = []
         for state in sorted({JobState(state) for state in states}):
-            stream = self._query(STATE_INDEX, "#state", str(state), after=after, pool=pool, owner=owner)
+            index, placeholder, key = _listing_partition(state, owner)
+            stream = self._query(index, placeholder, key, after=after, pool=pool, page_size=page_size)
             streams.append(itertools.islice(stream, limit + 1))
         merged = list(itertools.islice(heapq.merge(*streams, key=order_key_of), limit + 1))
         page = merged[:limit]
@@ -136,7 +153,6 @@ class JobIndexes:
         *,
         after: str | None = None,
         pool: str | None = None,
-        owner: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[Item]:
         """Items of one index partition in order_key order, read page by page as they are consumed."""
@@ -145,13 +161,6 @@ class JobIndexes:
         if after is not None:
             key_condition += " AND #order_key > :after"
             values[":after"] = {"S": after}
-        filters = []
-        if pool is not None:
-            filters.append("#pool = :pool")
-            values[":pool"] = {"S": pool}
-        if owner is not None:
-            filters.append("#owner = :owner")
-            values[":owner"] = {"S": owner}
         request: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": index,
@@ -159,8 +168,9 @@ class JobIndexes:
             "ExpressionAttributeValues": values,
         }
         expressions = [key_condition]
-        if filters:
-            request["FilterExpression"] = " AND ".join(filters)
+        if pool is not None:
+            request["FilterExpression"] = "#pool = :pool"
+            values[":pool"] = {"S": pool}
             expressions.append(request["FilterExpression"])
         request["ExpressionAttributeNames"] = names(" ".join(expressions))
         page_size = page_size or self._page_size
@@ -168,6 +178,13 @@ class JobIndexes:
             request["PaginationConfig"] = {"PageSize": page_size}
         for page in query_pages(self._client, request):
             yield from page.get("Items", [])
+
+
+def _listing_partition(state: JobState, owner: str | None) -> tuple[str, str, str]:
+    """The index, key placeholder and key of the jobs in `state` (of `owner`, when given)."""
+    if owner is None:
+        return STATE_INDEX, "#state", str(state)
+    return OWNER_INDEX, "#owner_state", owner_state_key(owner, state)
 
 
 def _pending_partition(pool: str, team: str | None) -> tuple[str, str, str]:

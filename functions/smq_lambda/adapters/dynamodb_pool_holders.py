@@ -8,7 +8,17 @@
   `<training job>=<instances>`) from their state-change events, and replaced by what SageMaker lists
   during reconciliation.
 * The registry item `#pools` names every pool a job was submitted to or an outside job used, so a
-  pass knows which usage items exist without a scan.
+  pass knows which usage items exist without a scan; and, one attribute `team#<value>` each (the
+  epoch second of the latest submission), every team tag value jobs were submitted with while
+  quotas were configured, so a pass knows which `pending-by-team` partitions may hold jobs, those of
+  removed teams included. Only then (submission asks the store to): submission then refuses values
+  the configuration does not name, so the operator's teams bound the item; without quotas it
+  accepts any value, and registering each would let one user grow the item to DynamoDB's 400 KB
+  item limit, after which every submission fails. A value is registered before the job is written,
+  where registering a known one changes nothing (a refused submission leaves the table as it was),
+  and its time set after the job is written. A pass forgets a value the configuration does not name
+  once it finds no job of it pending, an hour or more after its latest submission
+  (service/passes.py).
 """
 
 from __future__ import annotations
@@ -17,8 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
-from smq_lambda.adapters.dynamodb_table import batch_get, get_item, transaction_busy
+from smq_lambda.adapters.dynamodb_table import batch_get, condition_failed, get_item, transaction_busy
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES
 
@@ -27,6 +39,8 @@ POOL_KEY_PREFIX = "#pool#"
 """Job names never contain '#', so neither key can be a job's; they carry no indexed attribute, so
 they are in no index, and no TTL."""
 OUTSIDE_SEPARATOR = "="
+TEAM_TAG_PREFIX = "team#"
+"""Tag values never contain '#' (SageMaker's tag value pattern), so no attribute is two values'."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,8 @@ class PoolHolders:
     """The live jobs the pools' `live` sets name."""
     outside: dict[str, int]
     """Instances per pool held by training jobs outside the queue (pools with none left out)."""
+    team_tags: dict[str, int]
+    """Every registered team tag value, with the epoch second of its latest submission."""
 
 
 class PoolHolderItems:
@@ -48,7 +64,13 @@ class PoolHolderItems:
 
     def read(self) -> PoolHolders:
         """The registry, then every pool's usage item: by key, strongly consistent."""
-        pools = self.registered()
+        registry = get_item(self._client, self._table, POOLS_KEY) or {}
+        pools = set(registry["pools"]["SS"]) if "pools" in registry else set()
+        team_tags = {
+            name.removeprefix(TEAM_TAG_PREFIX): int(value["N"])
+            for name, value in registry.items()
+            if name.startswith(TEAM_TAG_PREFIX)
+        }
         live_names: set[str] = set()
         outside: dict[str, int] = {}
         for item in batch_get(self._client, self._table, [pool_key(pool) for pool in sorted(pools)]):
@@ -57,24 +79,61 @@ class PoolHolderItems:
             held = sum(outside_count(entry) for entry in item.get("outside", {}).get("SS", []))
             if held:
                 outside[pool] = held
-        return PoolHolders(pools=frozenset(pools), live_names=frozenset(live_names), outside=outside)
+        return PoolHolders(
+            pools=frozenset(pools), live_names=frozenset(live_names), outside=outside, team_tags=team_tags
+        )
 
     def registered(self) -> set[str]:
         item = get_item(self._client, self._table, POOLS_KEY)
         return set(item["pools"]["SS"]) if item is not None and "pools" in item else set()
 
-    def register(self, demand: Mapping[str, int]) -> None:
-        """Name the pools in the registry (before any job or outside job of them is written)."""
+    def register(self, demand: Mapping[str, int], *, team: str | None = None, at: int = 0) -> None:
+        """Name the pools, and the team tag value (registered at epoch second `at` unless it is
+        already), in the registry before any job or outside job of them is written: one UpdateItem."""
         if not demand:
             return
+        expression = "ADD #pools :pools"
+        attribute_names = {"#pools": "pools"}
+        values: dict[str, Any] = {":pools": {"SS": sorted(demand)}}
+        if team:
+            expression += " SET #team = if_not_exists(#team, :at)"
+            attribute_names["#team"] = f"{TEAM_TAG_PREFIX}{team}"
+            values[":at"] = {"N": str(at)}
         with unavailable_as_typed(transaction_busy):
             self._client.update_item(
                 TableName=self._table,
                 Key={"name": {"S": POOLS_KEY}},
-                UpdateExpression="ADD #pools :pools",
-                ExpressionAttributeNames={"#pools": "pools"},
-                ExpressionAttributeValues={":pools": {"SS": sorted(demand)}},
+                UpdateExpression=expression,
+                ExpressionAttributeNames=attribute_names,
+                ExpressionAttributeValues=values,
             )
+
+    def submitted_team(self, team: str, at: int) -> None:
+        """A job of the team tag value was written, submitted at epoch second `at`."""
+        with unavailable_as_typed(transaction_busy):
+            self._client.update_item(
+                TableName=self._table,
+                Key={"name": {"S": POOLS_KEY}},
+                UpdateExpression="SET #team = :at",
+                ExpressionAttributeNames={"#team": f"{TEAM_TAG_PREFIX}{team}"},
+                ExpressionAttributeValues={":at": {"N": str(at)}},
+            )
+
+    def forget_team(self, team: str, at: int) -> None:
+        """Remove the team tag value if its latest submission is still the one of epoch second `at`."""
+        try:
+            with unavailable_as_typed(transaction_busy):
+                self._client.update_item(
+                    TableName=self._table,
+                    Key={"name": {"S": POOLS_KEY}},
+                    UpdateExpression="REMOVE #team",
+                    ConditionExpression="#team = :at",
+                    ExpressionAttributeNames={"#team": f"{TEAM_TAG_PREFIX}{team}"},
+                    ExpressionAttributeValues={":at": {"N": str(at)}},
+                )
+        except ClientError as exc:
+            if not condition_failed(exc):
+                raise
 
     def live_updates(self, job: Job) -> list[dict[str, Any]]:
         """The job's name added to (live) or removed from (otherwise) each of its pools' `live` sets:

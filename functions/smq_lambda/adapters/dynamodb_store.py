@@ -27,8 +27,10 @@ import time
 import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
@@ -57,6 +59,8 @@ from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
 from smq_lambda.ports import InUse, JobPage
+
+logger = Logger(service="smq", child=True)
 
 REMEMBERED_REQUESTS = 10_000
 """Request digests kept for saves (a few hundred bytes each); forgetting them costs only bytes."""
@@ -98,8 +102,9 @@ class DynamoJobStore:
 
     # ------------------------------------------------------------------ writes
 
-    def create(self, job: Job) -> Job:
-        """Put version 1 of a job unless an unfinished job holds the name.
+    def create(self, job: Job, *, register_team: bool = False) -> Job:
+        """Put version 1 of a job unless an unfinished job holds the name (and with `register_team`,
+        register its team tag value on the `#pools` item: dynamodb_pool_holders.py).
 
         no item ─────────────▶ put (attribute_not_exists)
         unfinished job ──────▶ JobConflict naming its state (ReturnValuesOnConditionCheckFailure)
@@ -109,12 +114,13 @@ class DynamoJobStore:
                                reads the name again
         this very job ───────▶ returned as stored (a retried request whose first try landed)
         """
-        self._pools.register(job.demand)
+        team = job.team if register_team else None
+        self._pools.register(job.demand, team=team, at=int(job.submitted_at.timestamp()))
         self._remember_request(job.name, job.job_id, 1, request_digest(job.request))
         for _ in range(CREATE_ROUNDS):
             taken = self._put_new(job)
             if taken is None:
-                return replace(job, version=1)
+                return self._team_submitted(replace(job, version=1), team)
             holder: Item = taken.response["Item"]
             if holder["job_id"]["S"] == job.job_id:
                 return from_item(holder)
@@ -123,8 +129,19 @@ class DynamoJobStore:
                 raise JobConflict(job.name, f"a job named {job.name!r} is already {state}") from taken
             stored = self._replace_finished(job, holder)
             if stored is not None:
-                return stored
+                return self._team_submitted(stored, team)
         raise JobConflict(job.name, f"the name {job.name!r} is being reused by another submission; try again")
+
+    def _team_submitted(self, job: Job, team: str | None) -> Job:
+        """Set the time of the registered team tag value's latest submission, now that its job is
+        written (so a pass cannot forget the value while the job is on its way into the index). The
+        job is queued whatever happens here: a throttled table leaves the time of an earlier one."""
+        if team:
+            try:
+                self._pools.submitted_team(team, int(job.submitted_at.timestamp()))
+            except ServiceUnavailable as exc:
+                logger.warning("team tag submission time not recorded", extra={"error": str(exc)})
+        return job
 
     def _put_new(self, job: Job) -> ClientError | None:
         """Put version 1 where no item has the name; otherwise the failed condition, whose response
@@ -295,7 +312,11 @@ class DynamoJobStore:
         live_items = batch_get(self._client, self._table, sorted(holders.live_names))
         items = [item for item in live_items if item["state"]["S"] in LIVE_STATES]
         live = [self._read(item) for item in sorted(items, key=order_key_of)]
-        return InUse(live=live, outside=holders.outside, pools=holders.pools)
+        team_tags = {team: datetime.fromtimestamp(at, UTC) for team, at in holders.team_tags.items()}
+        return InUse(live=live, outside=holders.outside, pools=holders.pools, team_tags=team_tags)
+
+    def forget_team_tag(self, team: str, registered_at: datetime) -> None:
+        self._pools.forget_team(team, int(registered_at.timestamp()))
 
     def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         return self._indexes.pending_window(pool, limit, team=team)

@@ -41,10 +41,10 @@ _NAMES = {
     "#name": "name",
     "#state": "state",
     "#pool": "pool",
-    "#owner": "owner",
     "#version": "version",
     "#job_id": "job_id",
     "#order_key": "order_key",
+    "#owner_state": "owner_state",
     "#pending_pool": "pending_pool",
     "#pending_team": "pending_team",
 }

@@ -24,6 +24,7 @@ Item layout (partition key `name`):
                                                    submitted (a map would turn ints into Decimals
                                                    and drop key order)
     order_key                                   S  sort key of every index (scheduling order)
+    owner_state                                 S  `<owner>#<state>`: the key of the `by-owner` index
     pending_pool                                S  only while pending: the sparse `pending-by-pool`
                                                    index holds pending jobs and nothing else
     pending_team                                S  only while pending: `<pool>#<team>` (`<pool>#` for
@@ -40,11 +41,16 @@ write (every pool window still shows it). The pending indexes project the three 
 deployed before them must have its pending indexes recreated, since DynamoDB cannot change a GSI's
 projection in place (see the QueueTable comment in template.yaml).
 
+Items written before `owner_state` existed are in no owner's listing until their next write sets
+it (a save writes every attribute but the immutable ones); a finished one, never written again,
+stays out of it until its TTL.
+
 Earlier jobs of a reused name (see `archived`) live under the key `<name>#<job_id>`, with no
-`order_key`, `pending_pool` or `pending_team`: they are in no index. The table's other keys cannot
-collide with a job or with each other: job names never contain '#' (and never '.', which every
-idempotency record key `<function>#<hash>` has); the scheduler lease is `#scheduler-lease`, the pool
-usage report `#pool-usage` and the teams' usage `#team-usage`, which no job name starts with.
+`order_key`, `owner_state`, `pending_pool` or `pending_team`: they are in no index. The table's
+other keys cannot collide with a job or with each other: job names never contain '#' (and never
+'.', which every idempotency record key `<function>#<hash>` has); the scheduler lease is
+`#scheduler-lease`, the pool usage report `#pool-usage` and the teams' usage `#team-usage`, which no
+job name starts with.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ _TOKEN_VERSION = 1
 MAX_TEXT_CHARS = 1024
 """The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
 ARCHIVE_SEPARATOR = "#"
-_INDEX_ATTRIBUTES = ("order_key", "pending_pool", "pending_team")
+_INDEX_ATTRIBUTES = ("order_key", "owner_state", "pending_pool", "pending_team")
 IMMUTABLE_ATTRIBUTES = frozenset({"name", "job_id", "submitted_at", "owner", "demand", "pool"})
 """Set by `create` and never changed: a save updates every other attribute (the request, up to
 256 KB, only when it changed: see DynamoJobStore.save)."""
@@ -135,6 +141,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         "start_failures": {"N": str(job.start_failures)},
         "request": {"S": json.dumps(job.request, separators=(",", ":"))},
         "order_key": {"S": job_order_key(job)},
+        "owner_state": {"S": owner_state_key(job.owner, job.state)},
     }
     if job.earlier_attempts:
         item["earlier_attempts"] = {"N": str(job.earlier_attempts)}
@@ -208,6 +215,12 @@ def pending_team_key(pool: str, team: str | None) -> str:
     return f"{pool}{ARCHIVE_SEPARATOR}{team or ''}"
 
 
+def owner_state_key(owner: str, state: JobState) -> str:
+    """The `by-owner` partition of `owner`'s jobs in `state`; states never contain '#', so the key
+    is unambiguous whatever the owner's text."""
+    return f"{owner}{ARCHIVE_SEPARATOR}{state}"
+
+
 def archive_key(name: str, job_id: str) -> str:
     """Where an earlier job of a reused name stays readable until its TTL."""
     return f"{name}{ARCHIVE_SEPARATOR}{job_id}"
@@ -215,8 +228,8 @@ def archive_key(name: str, job_id: str) -> str:
 
 def archived(item: Mapping[str, Mapping[str, Any]]) -> Item:
     """A finished job's item as kept once its name is reused: same attributes under its archive
-    key, out of every index (no `order_key`, `pending_pool` or `pending_team`), expiring when it
-    would have."""
+    key, out of every index (no `order_key`, `owner_state`, `pending_pool` or `pending_team`),
+    expiring when it would have."""
     copy = {key: dict(value) for key, value in item.items() if key not in _INDEX_ATTRIBUTES}
     copy["name"] = {"S": archive_key(item["name"]["S"], item["job_id"]["S"])}
     return copy
@@ -264,6 +277,8 @@ def _attempt_to_map(attempt: Attempt) -> Item:
         entry["outcome"] = {"S": str(attempt.outcome)}
     if attempt.reason is not None:
         entry["reason"] = {"S": bounded_text(attempt.reason)}
+    if attempt.warned_at is not None:
+        entry["warned_at"] = {"S": format_time(attempt.warned_at)}
     return entry
 
 
@@ -276,6 +291,7 @@ def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
         outcome=_optional_outcome(entry, "outcome"),
         reason=_optional_s(entry, "reason"),
         backfill=bool(entry["backfill"]["BOOL"]),
+        warned_at=_optional_time(entry, "warned_at"),
     )
 
 

@@ -26,7 +26,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from smq_lambda.domain.held_instances import held_instances
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job
+from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, STACK_TAG, Job
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
@@ -93,20 +93,28 @@ def error_message(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Message") or "")
 
 
-def attempt_request(job: Job) -> dict[str, Any]:
+def attempt_tags(job: Job, stack: str | None) -> dict[str, str]:
+    """The tags the queue puts on the job's current attempt: the job, the attempt number, and the
+    stack (absent when the stack has no name)."""
+    attempt = job.current_attempt
+    if attempt is None:
+        raise ValueError(f"job {job.name!r} has no attempt to start")
+    tags = {JOB_TAG: job.name, ATTEMPT_TAG: str(attempt.number)}
+    if stack is not None:
+        tags[STACK_TAG] = stack
+    return tags
+
+
+def attempt_request(job: Job, stack: str | None = None) -> dict[str, Any]:
     """The CreateTrainingJob request of the job's current attempt: the submitted request unchanged,
-    except the attempt's name and the queue's tags."""
+    except the attempt's name and the queue's tags (see `attempt_tags`)."""
     attempt = job.current_attempt
     if attempt is None:
         raise ValueError(f"job {job.name!r} has no attempt to start")
     request = copy.deepcopy(dict(job.request))
     own_tags = [tag for tag in request.get("Tags") or () if not str(tag.get("Key", "")).startswith(QUEUE_TAG_PREFIX)]
     request["TrainingJobName"] = attempt.training_job_name
-    request["Tags"] = [
-        *own_tags,
-        {"Key": JOB_TAG, "Value": job.name},
-        {"Key": ATTEMPT_TAG, "Value": str(attempt.number)},
-    ]
+    request["Tags"] = [*own_tags, *({"Key": key, "Value": value} for key, value in attempt_tags(job, stack).items())]
     return request
 
 
@@ -134,15 +142,18 @@ def service_error(operation: str, exc: ClientError | BotoCoreError) -> TrainingS
 
 
 class SageMakerTrainingService:
-    """The TrainingService port on the SageMaker API (a boto3 `sagemaker` client)."""
+    """The TrainingService port on the SageMaker API (a boto3 `sagemaker` client). `stack`: the smq
+    stack's name, tagged on every attempt (`smq:stack`) so other smq stacks in the account leave it
+    alone; None tags none."""
 
-    def __init__(self, client: Any = None, *, page_size: int = MAX_PAGE_SIZE) -> None:
+    def __init__(self, client: Any = None, *, page_size: int = MAX_PAGE_SIZE, stack: str | None = None) -> None:
         if client is None:
             import boto3
 
             client = boto3.client("sagemaker")
         self._client = client
         self._page_size = page_size
+        self._stack = stack
         self._resources: dict[str, dict[str, int]] = {}
         """Instances per type of training jobs described before whose answer was final: a job's
         ResourceConfig never changes."""
@@ -152,18 +163,18 @@ class SageMakerTrainingService:
     def start_attempt(self, job: Job) -> None:
         """Create the current attempt; `ResourceInUse` means it already exists, which is success.
 
-        The attempt name embeds the job's random id and the attempt number, so no other job and no
-        other attempt can own it: if SageMaker already has a training job of this name, it is this
-        attempt, created by an earlier call whose answer was lost (a timeout, a pass that died
-        between the create and the write). Retrying the create is therefore always safe and never
-        makes a second training job.
+        The attempt's name, with its random part, was recorded with the attempt before the first
+        create, so every retry sends the same name: if SageMaker already has a training job of this
+        name, it is normally this attempt, created by an earlier call whose answer was lost (a
+        timeout, a pass that died between the create and the write), and it is adopted only once
+        `_confirm_own_attempt` has checked it. Retrying the create never makes a second training job.
 
         A call that fails after one of its attempts (botocore retries) may have reached SageMaker
         unanswered raises StartOutcomeUnknown, not a refusal: the attempt may be running.
         """
         self._create_call.maybe_created = False
         try:
-            self._client.create_training_job(**attempt_request(job))
+            self._client.create_training_job(**attempt_request(job, self._stack))
         except ClientError as exc:
             if error_code(exc) == ALREADY_EXISTS:
                 self._confirm_own_attempt(job)
@@ -174,20 +185,34 @@ class SageMakerTrainingService:
 
     def _confirm_own_attempt(self, job: Job) -> None:
         """A training job of the attempt's name exists: it is the queue's only if it was created after
-        the attempt opened. Attempt names are visible to users, so someone could create the next
-        one first; adopting it would let them run anything under the queue's name and capacity.
-        Such a name is refused (transiently), and the job's next attempt gets a fresh name."""
+        the attempt opened and carries exactly the tags the queue's create sent (job, attempt,
+        stack). Attempt names are visible to users once recorded, so someone could create one first
+        (after a create whose answer was lost); adopting theirs would let them run anything under
+        the queue's name and capacity. Such a name is refused (transiently), and the job's next
+        attempt gets a fresh name."""
         attempt = job.current_attempt
         assert attempt is not None, "start_attempt creates the current attempt"
+        name = attempt.training_job_name
         try:
-            existing = self._describe(attempt.training_job_name)
+            existing = self._describe(name)
+            if existing is None:
+                raise StartOutcomeUnknown(f"a training job named {name} exists but SageMaker cannot describe it")
+            tags = self._tags(existing["TrainingJobArn"])
         except TrainingServiceError as exc:
             raise StartOutcomeUnknown(f"the attempt's name exists and could not be checked: {exc}") from exc
-        created = existing.get("CreationTime") if existing is not None else None
+        created = existing.get("CreationTime")
         if isinstance(created, datetime) and created < attempt.started_at - CREATION_CLOCK_SKEW:
             raise StartRefused(
-                f"a training job named {attempt.training_job_name} was created at {created.isoformat()}, before "
+                f"a training job named {name} was created at {created.isoformat()}, before "
                 f"this attempt opened at {attempt.started_at.isoformat()}: not by the queue",
+                lasting=False,
+            )
+        expected = attempt_tags(job, self._stack)
+        claimed = {key: tags[key] for key in (JOB_TAG, ATTEMPT_TAG, STACK_TAG) if key in tags}
+        if claimed != expected:
+            raise StartRefused(
+                f"a training job named {name} exists with the tags {claimed}, not the attempt's {expected}: "
+                "not by the queue",
                 lasting=False,
             )
 

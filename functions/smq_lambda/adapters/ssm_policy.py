@@ -1,90 +1,73 @@
-"""The governance policy from SSM, hot-reloaded like the pools (30-second powertools cache).
+"""The governance policy from SSM, an operator's document (adapters/ssm_document.py).
 
-A document that is missing, not JSON or breaks a rule of `governance.policy` is logged as an error
+A value that is missing, not JSON or breaks a rule of `governance.policy` is logged as an error
 naming what is wrong and counted in the `InvalidPolicy` metric, once per distinct value read, and
-the last good policy stays in force: a typo in SSM never switches the guard off, nor tightens it by
-surprise. A function instance that has read no good policy yet uses the defaults (`Policy()`).
+the newest valid version of the parameter is in force instead, in a warm instance as in a cold one:
+a typo in SSM never switches the guard off, nor tightens it by surprise. When no version is valid,
+the policy the stack's parameters describe (`SMQ_STACK_POLICY`, the parameter's value as the stack
+last set it) is in force; when that is not valid either, nothing is (ConfigError), never the
+defaults, which would let through what the real policy refuses.
 
-SSM throttled or unreachable keeps the last good policy as well (logged as a warning); only an
-instance that has none yet raises ServiceUnavailable, since the defaults could let through what the
-real policy refuses.
+SSM throttled or unreachable keeps the policy in force (logged as a warning); only an instance that
+has none yet raises ServiceUnavailable.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities import parameters
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
-from smq_lambda.adapters.ssm_config import read_failure
-from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.adapters.ssm_document import DocumentRules, SsmDocument
+from smq_lambda.errors import ConfigError
 from smq_lambda.governance.policy import Policy, PolicyError, parse_policy
+from smq_lambda.settings import Settings
 
-logger = Logger(service="smq", child=True)
-
-MAX_AGE_SECONDS = 30
-NAMESPACE = "smq"
 INVALID_POLICY_METRIC = "InvalidPolicy"
+STACK_POLICY = "the stack's policy (SMQ_STACK_POLICY)"
+
+
+def _policy(value: Any, source: str) -> Policy:
+    try:
+        return parse_policy(value)
+    except PolicyError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
 
 
 class SsmPolicySource:
     """The PolicySource port over a powertools SSMProvider (built per cold start, with the
-    handler's other clients)."""
+    handler's other clients). `stack_policy` is the JSON document the stack's parameters describe;
+    None: there is none, and no valid version means no policy in force."""
 
-    def __init__(self, parameter: str, provider: parameters.SSMProvider) -> None:
-        self._parameter = parameter
-        self._fetch: Callable[..., Any] = provider.get
-        self._good: Policy | None = None
-        self._last_read: str | None = None
-        """The last value read, good or not: each value is parsed, and a problem reported, once."""
+    def __init__(self, parameter: str, provider: parameters.SSMProvider, stack_policy: str | None) -> None:
+        self._stack_policy = stack_policy
+        self._document = SsmDocument(
+            parameter,
+            provider,
+            DocumentRules(
+                what="governance policy",
+                parse=_policy,
+                metric=INVALID_POLICY_METRIC,
+                last_resort=self._from_stack,
+                last_resort_name=STACK_POLICY,
+            ),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, provider: parameters.SSMProvider) -> SsmPolicySource | None:
+        """The stack's policy source; None where the stack names no policy parameter."""
+        if not settings.policy_parameter:
+            return None
+        return cls(settings.policy_parameter, provider, settings.stack_policy)
 
     def load(self) -> Policy:
-        try:
-            raw = str(self._fetch(self._parameter, max_age=MAX_AGE_SECONDS))
-        except GetParameterError as exc:
-            failure = read_failure(self._parameter, exc)
-            if isinstance(failure, ServiceUnavailable):
-                if self._good is None:
-                    raise failure from exc
-                logger.warning(
-                    "policy could not be read; the last good policy stays in force",
-                    extra={"parameter": self._parameter, "error": str(failure)},
-                )
-                return self._good
-            return self._read("", str(failure))
-        return self._read(raw, None)
+        return self._document.load()
 
-    def _read(self, raw: str, unreadable: str | None) -> Policy:
-        key = raw if unreadable is None else f"unreadable: {unreadable}"
-        if key != self._last_read:
-            self._last_read = key
-            problem = unreadable if unreadable is not None else self._parse(raw)
-            if problem is not None:
-                self._report(problem)
-        return self._good or Policy()
-
-    def _parse(self, raw: str) -> str | None:
-        """Parse `raw` into the good policy; what is wrong with it when it is not one."""
-        source = f"SSM parameter {self._parameter}"
+    def _from_stack(self) -> Policy:
+        if self._stack_policy is None:
+            raise ConfigError(f"{STACK_POLICY} is not set")
         try:
-            self._good = parse_policy(json.loads(raw))
+            return _policy(json.loads(self._stack_policy), STACK_POLICY)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, or nesting too deep
-            return f"{source} is not valid JSON: {exc}"
-        except PolicyError as exc:
-            return f"{source}: {exc}"
-        return None
-
-    def _report(self, problem: str) -> None:
-        in_force = "the last good policy" if self._good is not None else "the default policy"
-        logger.error(
-            f"governance policy is invalid; {in_force} stays in force until it is fixed",
-            extra={"parameter": self._parameter, "problem": problem},
-        )
-        metric = EphemeralMetrics(namespace=NAMESPACE, service="smq")
-        metric.add_metric(name=INVALID_POLICY_METRIC, unit=MetricUnit.Count, value=1)
-        metric.flush_metrics()
+            raise ConfigError(f"{STACK_POLICY} is not valid JSON: {exc}") from exc

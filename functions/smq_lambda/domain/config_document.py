@@ -25,6 +25,12 @@ of the mode: QUOTA_PREEMPTION_DEFAULTS (600 s, 3 preemptions) when there are quo
 protection (PreemptionRules()), exactly the queue before teams. `max_preemptions: null` means no
 limit, which is not the same as leaving it out.
 
+Every number is bounded, so no value the parser accepts can break a pass (a capacity beyond
+what a DynamoDB query or a slice takes, a duration beyond what a datetime holds): instance counts
+(pools, quotas, borrow_limit) at most MAX_INSTANCES, durations (min_runtime_s, usage_half_life_s)
+at most MAX_SECONDS (ten years), other counts (max_preemptions, aging.cap) and aging.per_hour at
+most MAX_COUNT (domain/bounds.py).
+
 Anything else is refused with a ConfigDocumentError naming the key path
 (`quotas.vision.sharing: 'share' is not one of reserve, lend, lend_and_borrow`), so a typo is
 reported instead of silently changing how the queue schedules.
@@ -32,12 +38,12 @@ reported instead of silently changing how the queue schedules.
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.domain.teams import (
     DEFAULT_TEAM_TAG,
     DEFAULT_USAGE_HALF_LIFE_S,
@@ -122,7 +128,11 @@ class _Parser:
             tag=self.tag_key(value.get("team_tag", DEFAULT_TEAM_TAG), "team_tag"),
             quotas=self.quotas(value.get("quotas", {}), pools),
             usage_half_life_s=self.count(
-                value.get("usage_half_life_s", DEFAULT_USAGE_HALF_LIFE_S), "usage_half_life_s", minimum=1
+                value.get("usage_half_life_s", DEFAULT_USAGE_HALF_LIFE_S),
+                "usage_half_life_s",
+                minimum=1,
+                maximum=MAX_SECONDS,
+                unit="seconds (ten years)",
             ),
         )
         defaults = QUOTA_PREEMPTION_DEFAULTS if teams.enabled else PreemptionRules()
@@ -139,7 +149,9 @@ class _Parser:
         for instance_type, count in members.items():
             if not instance_type.strip():
                 raise self.fail(path, "an instance type is empty")
-            pools[instance_type] = self.count(count, dotted(path, instance_type))
+            pools[instance_type] = self.count(
+                count, dotted(path, instance_type), maximum=MAX_INSTANCES, unit="instances"
+            )
         return pools
 
     def quotas(self, value: Any, pools: Mapping[str, int]) -> dict[str, Quota]:
@@ -184,7 +196,9 @@ class _Parser:
             raise self.fail(dotted(path, "sharing"), f"{sharing!r} is not one of {', '.join(modes)}")
         borrow_limit = members.get("borrow_limit")
         if borrow_limit is not None:
-            borrow_limit = self.count(borrow_limit, dotted(path, "borrow_limit"), nullable=True)
+            borrow_limit = self.count(
+                borrow_limit, dotted(path, "borrow_limit"), maximum=MAX_INSTANCES, unit="instances", nullable=True
+            )
             if not Sharing(sharing).borrows:
                 raise self.fail(
                     dotted(path, "borrow_limit"),
@@ -198,10 +212,15 @@ class _Parser:
         self.known(members, "preemption", PREEMPTION_KEYS)
         max_preemptions = members.get("max_preemptions", defaults.max_preemptions)
         return PreemptionRules(
-            min_runtime_s=self.count(members.get("min_runtime_s", defaults.min_runtime_s), "preemption.min_runtime_s"),
+            min_runtime_s=self.count(
+                members.get("min_runtime_s", defaults.min_runtime_s),
+                "preemption.min_runtime_s",
+                maximum=MAX_SECONDS,
+                unit="seconds (ten years)",
+            ),
             max_preemptions=None
             if max_preemptions is None
-            else self.count(max_preemptions, "preemption.max_preemptions", nullable=True),
+            else self.count(max_preemptions, "preemption.max_preemptions", maximum=MAX_COUNT, nullable=True),
         )
 
     def aging(self, value: Any) -> Aging:
@@ -211,9 +230,12 @@ class _Parser:
             if key not in members:
                 raise self.fail(f"aging.{key}", "is required in an aging section")
         per_hour = members["per_hour"]
-        if not is_number(per_hour) or per_hour < 0 or not math.isfinite(per_hour):
-            raise self.fail("aging.per_hour", f"must be a non-negative number of priority points, not {per_hour!r}")
-        return Aging(per_hour=float(per_hour), cap=self.count(members["cap"], "aging.cap"))
+        if not is_number(per_hour) or not 0 <= per_hour <= MAX_COUNT:
+            raise self.fail(
+                "aging.per_hour",
+                f"must be a non-negative number of priority points, at most {MAX_COUNT}, not {per_hour!r}",
+            )
+        return Aging(per_hour=float(per_hour), cap=self.count(members["cap"], "aging.cap", maximum=MAX_COUNT))
 
     def tag_key(self, value: Any, path: str) -> str:
         if not isinstance(value, str) or not 1 <= len(value) <= TAG_KEY_MAX:
@@ -234,10 +256,14 @@ class _Parser:
         if unknown:
             raise self.fail(dotted(path, unknown[0]), f"unknown key; {path} has {', '.join(keys)}")
 
-    def count(self, value: Any, path: str, *, minimum: int = 0, nullable: bool = False) -> int:
+    def count(
+        self, value: Any, path: str, *, maximum: int, unit: str = "", minimum: int = 0, nullable: bool = False
+    ) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             kind = "a non-negative integer" if minimum == 0 else f"an integer of at least {minimum}"
             raise self.fail(path, f"must be {kind}{' or null' if nullable else ''}, not {value!r}")
+        if value > maximum:
+            raise self.fail(path, f"must be at most {maximum}{f' {unit}' if unit else ''}, not {value}")
         return value
 
 

@@ -11,7 +11,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Attempt, Change, Job, attempt_name, with_attempt, with_change
+from smq_lambda.domain.model import (
+    Attempt,
+    Change,
+    Job,
+    attempt_name,
+    new_attempt_nonce,
+    with_attempt,
+    with_change,
+)
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState, check_transition
 
@@ -54,13 +62,16 @@ def _close_attempt(job: Job, now: datetime, outcome: AttemptOutcome, reason: str
     return (*job.attempts[:-1], closed)
 
 
-def start(job: Job, now: datetime, *, reason: str, backfill: bool = False) -> Job:
-    """pending → starting, opening the next attempt (its SageMaker name is fixed here). Only the
-    most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts them all."""
+def start(job: Job, now: datetime, *, reason: str, backfill: bool = False, nonce: str | None = None) -> Job:
+    """pending → starting, opening the next attempt. Its SageMaker name is fixed here, with a random
+    `nonce` (given only where a test wants a fixed one), and recorded with the job's conditional
+    write before anything asks SageMaker to create it, so every retry of the create uses the same
+    name. Only the most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts
+    them all."""
     number = job.next_attempt_number
     attempt = Attempt(
         number=number,
-        training_job_name=attempt_name(job.name, job.job_id, number),
+        training_job_name=attempt_name(job.name, new_attempt_nonce() if nonce is None else nonce, number),
         started_at=now,
         backfill=backfill,
     )
@@ -139,6 +150,18 @@ def stop_for_governance(job: Job, now: datetime, *, outcome: AttemptOutcome, rea
     queue. The job's history keeps the reason."""
     stopping = _advance(job, JobState.STOPPING, now, reason=reason, stop_outcome=outcome)
     return with_change(stopping, Change(at=now, by=GOVERNANCE, what=reason))
+
+
+def warn_low_utilization(job: Job, now: datetime, *, reason: str) -> Job:
+    """The owner is warned that the current attempt uses its GPUs little: not a state change, but a
+    versioned write that marks the attempt warned (so it is warned once) and keeps the reason in
+    the job's history."""
+    attempt = job.current_attempt
+    if attempt is None or not attempt.is_open:
+        raise ValueError(f"job {job.name} has no open attempt to warn about")
+    warned = replace(attempt, warned_at=now)
+    changed = with_change(job, Change(at=now, by=GOVERNANCE, what=reason))
+    return replace(changed, attempts=(*job.attempts[:-1], warned), version=job.version + 1, updated_at=now)
 
 
 def end_stopped(job: Job, now: datetime) -> Job:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -16,6 +17,11 @@ MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
 JOB_TAG = "smq:job"
 ATTEMPT_TAG = "smq:attempt"
+STACK_TAG = "smq:stack"
+"""The name of the smq stack that started the attempt: several stacks may share an account."""
+ATTEMPT_NONCE_BYTES = 6
+"""Random bytes in every attempt name (12 hex characters): the next name cannot be guessed from the
+ones `GET /jobs` shows, so nobody can create it first."""
 TRAINING_JOB_NAME_MAX = 63
 TRAINING_JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 JOB_ID_PATTERN = re.compile(r"^[a-zA-Z0-9-]{1,64}$")
@@ -47,6 +53,9 @@ class Attempt:
     reason: str | None = None
     backfill: bool = False
     """Started on instances a waiting job ahead of it could not use yet; reclaimed first."""
+    warned_at: datetime | None = None
+    """When the owner was warned of the attempt's low GPU utilization (`idle.warn_below_percent`):
+    at most once per attempt."""
 
     @property
     def is_open(self) -> bool:
@@ -197,13 +206,19 @@ def demand_of(request: Mapping[str, Any]) -> dict[str, int]:
     return {resources["InstanceType"]: int(resources.get("InstanceCount", 1))}
 
 
-def attempt_name(name: str, job_id: str, number: int) -> str:
-    """The SageMaker name of attempt `number`: deterministic, unique per job and attempt, ≤ 63 chars.
+def new_attempt_nonce() -> str:
+    """The random part of a new attempt's name."""
+    return secrets.token_hex(ATTEMPT_NONCE_BYTES)
 
-    The job id (random per submission) keeps a resubmitted name from colliding with the training jobs
-    of an earlier job of that name; the attempt number keeps attempts apart.
+
+def attempt_name(name: str, nonce: str, number: int) -> str:
+    """The SageMaker name of attempt `number`: unique per job and attempt, ≤ 63 chars.
+
+    `nonce` (random per attempt, see `new_attempt_nonce`) keeps the name from being guessed before
+    the attempt is opened and from colliding with another attempt or an earlier job of the name; the
+    attempt number tells attempts apart for people reading SageMaker's console.
     """
-    suffix = f"-{job_id[:8]}-{number}"
+    suffix = f"-{nonce}-{number}"
     stem = name[: TRAINING_JOB_NAME_MAX - len(suffix)].rstrip("-")
     return f"{stem}{suffix}"
 
@@ -214,6 +229,15 @@ def tag_value(request: Mapping[str, Any], key: str) -> str | None:
             value = tag.get("Value")
             return value if isinstance(value, str) else None
     return None
+
+
+def is_another_stacks(tags: Mapping[str, str], stack: str | None) -> bool:
+    """Whether a training job's `smq:stack` tag names an smq stack other than `stack`: that stack
+    governs it, and this one only counts the instances it holds. A job without the tag (started
+    outside every queue, or by a stack from before the tag) is not; a stack without a name (None)
+    tells no stack apart."""
+    claimed = tags.get(STACK_TAG)
+    return stack is not None and claimed is not None and claimed != stack
 
 
 def queue_tags(tags: Mapping[str, str]) -> tuple[str, int] | None:

@@ -2,8 +2,10 @@
 
 A job's team is the value of its team tag (the key is `Teams.tag`, "team" unless configured),
 fixed when the job is submitted, as a queue is fixed for a Kueue workload or a share identifier for
-an AWS Batch job. A team the configuration does not name, or no team tag at all, puts the job in
-the *unassigned* group, whose quota is what the teams leave of each pool.
+an AWS Batch job. While quotas are configured a job must name a configured team or none
+(service/submission.py). No team tag, or a team the configuration no longer names (removed since,
+or quotas configured after the job was queued), puts the job in the *unassigned* group, whose
+quota is what the teams leave of each pool; its reason says so.
 
 Sharing modes, as AWS Batch's quota shares name them:
 
@@ -77,6 +79,12 @@ class Teams:
     def team_of(self, team: str | None) -> str:
         """The group a job tagged `team` schedules in: a configured team, or UNASSIGNED."""
         return team if team is not None and team in self.quotas else UNASSIGNED
+
+    def unconfigured(self, team: str | None) -> bool:
+        """Whether a job tagged `team` names a team the configuration does not (submission refuses
+        such a tag while quotas are configured, so the team was removed, or quotas came later): it
+        runs as unassigned."""
+        return self.enabled and bool(team) and team not in self.quotas
 
     def names(self) -> list[str]:
         """Every group, configured teams in name order, then UNASSIGNED."""

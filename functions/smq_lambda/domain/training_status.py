@@ -12,9 +12,9 @@ final as the failure classification says (see governance/spot.py and governance/
 
 A report proves which attempt it is about by its training job's name, never by its tags alone:
 anyone who may create a training job may tag it `smq:job=<someone's job>`, but only the queue
-creates training jobs under its attempts' names (they embed the job's random id), and SageMaker
-names are unique in an account and region. A report under any other name is about a training job
-outside the queue.
+creates training jobs under its attempts' names (each has a random part recorded in the attempt
+before the create), and SageMaker names are unique in an account and region. A report under any
+other name is about a training job outside the queue.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job, attempt_name
+from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.governance import notices
 from smq_lambda.governance.actions import FailJob, RetryAttempt
+from smq_lambda.governance.notices import Notice, NoticeAction
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.retry import decide_failure
 from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
@@ -68,21 +70,22 @@ def is_stale(job: Job, attempt_number: int, status: TrainingJobStatus) -> bool:
 
 def is_own_attempt(job: Job, attempt_number: int, training_job_name: str) -> bool:
     """Whether `training_job_name` is the SageMaker name of attempt `attempt_number` of this job,
-    one the queue has opened (so a report about it may change the job, or stop it as an orphan)."""
-    current = job.current_attempt
-    return (
-        current is not None
-        and 1 <= attempt_number <= current.number
-        and training_job_name == attempt_name(job.name, job.job_id, attempt_number)
+    one the queue has opened (so a report about it may change the job, or stop it as an orphan).
+    Names carry a random part, so only the attempts the job keeps in full (MAX_INLINE_ATTEMPTS) can
+    be told by name; a training job of an older attempt counts as outside the queue."""
+    return any(
+        attempt.number == attempt_number and attempt.training_job_name == training_job_name for attempt in job.attempts
     )
 
 
 @dataclass(frozen=True)
 class ReportEffect:
-    """What a report does: the job's next value, and the training job to stop once it is saved."""
+    """What a report does: the job's next value, the training job to stop once it is saved, and
+    what to tell the job's owner once it is saved."""
 
     job: Job
     stop: str | None = None
+    notice: Notice | None = None
 
 
 def apply_report(
@@ -107,10 +110,12 @@ def _governed(job: Job, status: TrainingJobStatus, now: datetime, policy: Policy
     fallback = decide_spot_fallback(job, description, policy)
     if fallback is not None:
         on_demand = lifecycle.fall_back_to_on_demand(job, now, request=fallback.request, reason=fallback.reason)
-        return ReportEffect(on_demand, stop=fallback.training_job_name)
+        notice = notices.about_job(on_demand, NoticeAction.SPOT_FALLBACK, fallback.reason)
+        return ReportEffect(on_demand, stop=fallback.training_job_name, notice=notice)
     action = decide_max_wait(job, status) or decide_failure(job, description, policy)
     if isinstance(action, RetryAttempt):
-        return ReportEffect(lifecycle.retry_failed(job, now, reason=action.reason))
+        retried = lifecycle.retry_failed(job, now, reason=action.reason)
+        return ReportEffect(retried, notice=notices.about_job(retried, NoticeAction.RETRY, action.reason))
     if isinstance(action, FailJob):
         return ReportEffect(lifecycle.finish(job, JobState.FAILED, now, outcome=action.outcome, reason=action.reason))
     return None

@@ -7,5 +7,6 @@ actions carrying a reason a person can read, like `scheduling.decide`; adapters 
 - `limits`: required tags and limits, at submission and for jobs started outside the queue;
 - `idle`: the idle-GPU CloudWatch alarms and what their notifications mean;
 - `spot`: falling back from managed spot to on-demand, and spot jobs SageMaker stopped;
-- `retry`: which failures are the infrastructure's (retried) and which the training code's (final).
+- `retry`: which failures are the infrastructure's (retried) and which the training code's (final);
+- `notices`: what a job's owner is told of each change to the job, with its SNS filter attributes.
 """

@@ -73,6 +73,17 @@ class StopIdleJob:
 
 
 @dataclass(frozen=True)
+class WarnLowUtilization:
+    """Tell a queued job's owner that its attempt's GPUs are little used; the job runs on. Recorded
+    on the attempt (`Attempt.warned_at`), so an attempt is warned at most once."""
+
+    training_job_name: str
+    job_name: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class FallBackToOnDemand:
     """Stop a managed-spot attempt and queue the job again with `request`, its on-demand version,
     which replaces the stored request for good: a job never goes back to spot."""
@@ -110,6 +121,7 @@ GovernanceAction = (
     | PutIdleAlarms
     | DeleteIdleAlarms
     | StopIdleJob
+    | WarnLowUtilization
     | FallBackToOnDemand
     | RetryAttempt
     | FailJob

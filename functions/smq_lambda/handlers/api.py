@@ -21,7 +21,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency import idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyPersistenceLayerError,
@@ -43,6 +43,7 @@ from smq_lambda.errors import (
     ServiceUnavailable,
     VersionConflict,
 )
+from smq_lambda.handlers.replays import REPLAY_CONFIG, REPLAYED
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
@@ -57,9 +58,6 @@ NAMESPACE = "smq"
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES
 MAX_TOKEN_LENGTH = 512
-REPLAY_WINDOW_SECONDS = 600
-"""An identical add-job from the same caller within this window is answered from the first one."""
-REPLAY_CONFIG = IdempotencyConfig(expires_after_seconds=REPLAY_WINDOW_SECONDS)
 """Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
 far below DynamoDB's 1 KB limit on a sort key value."""
 DEFAULT_LIMIT = 50
@@ -76,9 +74,13 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | None = None) -> APIGatewayRestResolver:
     """The routes of openapi.yaml over `service` (tests inject one built on fakes or moto).
 
-    With an `idempotency_store`, an add-job that repeats one of the same caller within
-    REPLAY_WINDOW_SECONDS gets the first answer again instead of a 409 for its own job: a client
-    that timed out and retried learns what happened to its first try."""
+    With an `idempotency_store`, an add-job that repeats one of the same caller within the replay
+    window (handlers/replays.py), while the job it queued is still the live one, is answered with
+    that job as it is now instead of a 409 for its own job: a client that timed out and retried
+    learns what happened to its first try. Once that job has finished (cancelled, failed fast) the
+    same request is a new submission: the replay key includes the id of the newest finished job of
+    the name, which the job's end changes. Never the first answer as it was: it may say pending of a
+    job that has started or ended since."""
     app = APIGatewayRestResolver()
 
     submit = _submission(service, idempotency_store)
@@ -86,9 +88,19 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     @app.post("/add-job")
     def add_job() -> Response:
         request = _json_body(app.current_event)
-        if isinstance(request, dict) and isinstance(request.get("TrainingJobName"), str):
-            logger.append_keys(job=request["TrainingJobName"])
-        return _json(202, submit(submission={"caller": _caller(app.current_event), "request": request}))
+        name = request.get("TrainingJobName") if isinstance(request, dict) else None
+        if isinstance(name, str):
+            logger.append_keys(job=name)
+        submission = {
+            "caller": _caller(app.current_event),
+            "request": request,
+            "after": service.last_finished_job_id(name) if idempotency_store is not None else None,
+        }
+        answer = submit(submission=submission)
+        if answer.pop(REPLAYED, False):
+            logger.info("identical request of a live job; answered with the job as it is now")
+            answer = job_view(service.get(answer["name"], answer["job_id"]))
+        return _json(202, answer)
 
     @app.get("/jobs")
     def list_jobs() -> Response:
@@ -270,7 +282,7 @@ def service_from_settings(settings: Settings) -> QueueService:
         admin_principals=settings.admin_principals,
         access_rules=SsmAccessRules(settings.access_rules_parameter, ssm) if settings.access_rules_parameter else None,
         usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
-        governance=SsmPolicySource(settings.policy_parameter, ssm) if settings.policy_parameter else None,
+        governance=SsmPolicySource.from_settings(settings, ssm),
     )
 
 

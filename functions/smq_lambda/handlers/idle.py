@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.governance.idle import parse_notification
+from smq_lambda.governance.idle_notifications import parse_notification
 from smq_lambda.handlers.aws_clients import client
-from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix
+from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix, notifier
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.settings import Settings
 
@@ -51,6 +51,7 @@ def default_idle_stop() -> IdleStop:
         policy=default_policy(),
         clock=_now,
         prefix=prefix,
+        notifier=notifier(settings),
     )
 
 

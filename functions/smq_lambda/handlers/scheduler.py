@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from smq_lambda.adapters.sns_notifier import SnsNotifier
     from smq_lambda.adapters.ssm_policy import SsmPolicySource
     from smq_lambda.governance.idle import AlarmPrefix
     from smq_lambda.governance.policy import Policy
@@ -76,7 +77,7 @@ def default_scheduler() -> Scheduler:
     dynamodb = client("dynamodb")
     return Scheduler(
         store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(client("sagemaker")),
+        training=SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name),
         config=SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm"))),
         lease=DynamoPassLease(settings.table_name, dynamodb),
         clock=_now,
@@ -89,7 +90,18 @@ def default_scheduler() -> Scheduler:
         policy=default_policy(),
         idle_watch=_idle_watch(settings),
         team_usage=DynamoTeamUsageHistory(settings.table_name, dynamodb),
+        notifier=notifier(settings),
+        stack=settings.stack_name,
     )
+
+
+def notifier(settings: Settings) -> SnsNotifier | None:
+    """The notifications topic's publisher; None when no topic is configured."""
+    if not settings.policy_topic_arn:
+        return None
+    from smq_lambda.adapters.sns_notifier import SnsNotifier
+
+    return SnsNotifier(settings.policy_topic_arn, client("sns"))
 
 
 def _idle_watch(settings: Settings) -> IdleWatch | None:
@@ -131,7 +143,7 @@ def default_policy() -> SsmPolicySource | _DefaultPolicy:
 
     from smq_lambda.adapters.ssm_policy import SsmPolicySource
 
-    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=client("ssm")))
+    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=client("ssm")), settings.stack_policy)
 
 
 @cache
@@ -139,16 +151,16 @@ def default_outside_jobs() -> OutsideJobs:
     """The governance of training jobs outside the queue, built once per cold start."""
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-    from smq_lambda.adapters.sns_notifier import SnsNotifier
     from smq_lambda.service.outside_jobs import OutsideJobs
 
     settings = Settings.from_env()
     return OutsideJobs(
         store=DynamoJobStore(settings.table_name, client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(client("sagemaker")),
+        training=SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name),
         policy=default_policy(),
-        notifier=SnsNotifier(settings.policy_topic_arn, client("sns")) if settings.policy_topic_arn else None,
+        notifier=notifier(settings),
         clock=_now,
+        stack=settings.stack_name,
     )
 
 

@@ -4,8 +4,9 @@ The boost is whole points: `floor(hours waited × per_hour)`, at most `cap`. The
 submission, or from the end of the job's last attempt (a preempted job ages again from when it
 stopped, not from when it was first submitted). Only pending jobs age: a running job keeps its
 priority, so an aged job may preempt a running job it now outranks, as any higher-priority job
-may. Each point the job gains changes its written reason once, so aging costs at most `cap`
-writes per job.
+may. The reason names the points and the moment the wait began, both fixed between points
+(never the hours waited, which change on every pass): each point the job gains changes its written
+reason once, so aging costs at most `cap` writes per wait.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Aging
+from smq_lambda.scheduling.reasons import timestamp
 
 
 @dataclass(frozen=True)
 class Boost:
-    """How much a job aged: `points` added to its own `priority` after waiting `hours`."""
+    """How much a job aged: `points` added to its own `priority` for waiting since `since`."""
 
     priority: int
     points: int
-    hours: float
+    since: datetime
 
     def describe(self) -> str:
-        return f"priority {self.priority} + {self.points} for waiting {self.hours:.1f}h (aging)"
+        return f"priority {self.priority} + {self.points} for waiting since {timestamp(self.since)} (aging)"
 
 
 def waiting_since(job: Job) -> datetime:
@@ -41,9 +43,10 @@ def boost(job: Job, now: datetime, aging: Aging) -> Boost | None:
     """The boost `job` has earned at `now`; None when it has none."""
     if not aging.enabled:
         return None
-    hours = max((now - waiting_since(job)).total_seconds(), 0.0) / 3600
+    since = waiting_since(job)
+    hours = max((now - since).total_seconds(), 0.0) / 3600
     points = min(math.floor(hours * aging.per_hour), aging.cap)
-    return Boost(job.priority, points, hours) if points > 0 else None
+    return Boost(job.priority, points, since) if points > 0 else None
 
 
 def aged(jobs: list[Job], now: datetime, aging: Aging) -> tuple[list[Job], dict[str, Boost]]:

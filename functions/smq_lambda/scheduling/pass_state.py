@@ -8,7 +8,7 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.scheduling import reasons
+from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.aging import Boost
 from smq_lambda.scheduling.capacity import Ledger
@@ -55,6 +55,9 @@ class PassState:
             self.actions.append(ExplainWait(job.name, reason))
 
     def _aged(self, job: Job, reason: str) -> str:
+        """The reason with what a pass adds to any: the job's aging, and a team tag that names no
+        configured team (the job runs as unassigned)."""
+        reason = quota_reasons.noting_team(reason, job.team, self.config.teams)
         boost = self.boosts.get(job.name)
         return reason if boost is None else f"{reason}; {boost.describe()}"
 

@@ -69,20 +69,27 @@ class QuotaPass(PassState):
         self._wait(job, team)
         if beyond:
             return True
+        self._within(job, team)
+        return False
+
+    def _within(self, job: Job, team: str) -> None:
+        """`job` fits in its team's quota: it starts when its instances are free, else room is made."""
         lack = self._lack(job, team)
         if not any(lack.values()):
             self._release_heads(job, team)
             quotas = {pool: (self.teams.claim(team, pool), self.teams.quota(team, pool) or 0) for pool in job.demand}
             self.admit(job, reason=quota_reasons.within_quota(team, self.views(job.demand), quotas))
             self.teams.take(team, job.demand)
-            return False
+            return
         self._make_room(job, team)
-        return False
 
     def _borrow(self, job: Job) -> None:
         """Steps 2 and 3 for a team's first job beyond its quota."""
         team = self.teams.team(job)
         beyond = self.teams.beyond_quota(team, job.demand)
+        if not beyond:  # reclaims decided for earlier borrowers brought its team back within its quota
+            self._within(job, team)
+            return
         why_not = self._why_not_borrow(team, job.demand, beyond)
         if why_not is None:
             self._release_heads(job, team)
@@ -92,7 +99,8 @@ class QuotaPass(PassState):
             self.teams.take(team, job.demand)
             return
         candidates, protected = self.priority_candidates(job, among=lambda other: self.teams.team(other) == team)
-        own = select_targets(self._own_room(job, team, beyond), candidates)
+        room = self._own_room(job, team, beyond)
+        own = select_targets(room, candidates)
         if own is None:
             self.explain(job, quota_reasons.at_quota(team, beyond, why_not, protected))
             return
@@ -102,20 +110,23 @@ class QuotaPass(PassState):
             lambda target: quota_reasons.preempted_in_team(team, job.name, job.priority, target.priority, beyond),
         )
         self.teams.release(own)
-        self._make_room(job, team)
+        self._make_room(job, team, released_for_it=room)
 
     def _own_room(self, job: Job, team: str, beyond: Mapping[str, int]) -> dict[str, int]:
         """What `job`'s own team must stop for it: a team that may go on borrowing what it holds
         swaps jobs (the instances `job` lacks); any other gets back within its quota."""
         limit = self.config.teams.borrow_limit(team)
-        if not self.config.teams.sharing(team).borrows or any(over > (limit or over) for over in beyond.values()):
+        if not self.config.teams.sharing(team).borrows or (
+            limit is not None and any(over > limit for over in beyond.values())
+        ):
             return dict(beyond)
         return {pool: n for pool, n in self._lack(job, team).items() if n > 0}
 
-    def _make_room(self, job: Job, team: str) -> None:
+    def _make_room(self, job: Job, team: str, released_for_it: Mapping[str, int] | None = None) -> None:
         """`job` fits in its team's quota but not in the instances free for it: borrowed jobs of
         other teams are stopped for what the stops in flight do not cover, and the instances it
-        waits for are kept for it."""
+        waits for are kept for it. `released_for_it`: what its own team's jobs stopped for it give
+        back, which it waits for even when free instances would cover it (its quota does not)."""
         shortfall = {pool: n for pool, n in self._lack(job, team, counting_releasing=True).items() if n > 0}
         if shortfall:
             targets = self._reclaim_targets(team, shortfall)
@@ -125,6 +136,8 @@ class QuotaPass(PassState):
                 return
             self._reclaim(job, team, targets)
         waits = {pool: n for pool, n in self._lack(job, team).items() if n > 0}
+        for pool, n in (released_for_it or {}).items():
+            waits[pool] = max(waits.get(pool, 0), n)
         self.explain(job, quota_reasons.awaiting_release(team, waits))
         self._keep(job, team)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from smq_lambda.domain.teams import Teams
 from smq_lambda.scheduling.reasons import PoolView, count
 from smq_lambda.scheduling.team_ledger import named, possessive
 
@@ -81,3 +82,10 @@ def preempted_in_team(team: str, head: str, head_priority: int, priority: int, b
         f"preempted for {head} (priority {head_priority} > {priority}) within {possessive(team)} quota, which "
         f"lacks {_instances(beyond)}"
     )
+
+
+def noting_team(reason: str, team: str | None, teams: Teams) -> str:
+    """`reason`, after the news that the job's team tag names no configured team, when it does not."""
+    if team is None or not teams.unconfigured(team):
+        return reason
+    return f"team {team!r} is no longer configured; runs as unassigned; {reason}"

@@ -30,9 +30,17 @@ pool (`team_window_sizes`, from the pending-by-team index), the same bound per h
 instances has taken every free one first and starts at most its quota in all; one that does not
 starts at most the free instances: either way at most max(free, quota) jobs. The windows read are
 those of every configured team with a quota in the pool, of every team that may borrow while the
-pool has free instances, and of jobs without a team tag (`""`); a job whose team tag names no
-configured team is unassigned but has a partition of its own, so it is seen through the pool's
-window only. Pools without a limit have no quotas and no team windows. A job read in two windows is
+pool has free instances, and of the unassigned group: jobs without a team tag (`""`) and, one
+partition each, jobs whose team tag names a team the configuration no longer does (a team removed
+since they were queued). Submission registers the team tag value of every job queued while quotas
+are configured (when it refuses values the configuration does not name, so the registry stays
+bounded), so those partitions are known without a scan; each is read with the unassigned group's
+bound, as otherwise such a job would be seen through its pool's window only, and starve behind the
+teams' backlog while the unassigned quota idles. The limit: a job queued while no quotas were
+configured (or before the API re-read the configuration that brought them) registers nothing, so if
+its team tag names no configured team (and no job queued under quotas registered the same value) it
+runs as unassigned but is read through its pool's window only, and may wait behind the teams'
+backlog. Pools without a limit have no quotas and no team windows. A job read in two windows is
 decided over once.
 """
 
@@ -59,12 +67,15 @@ def window_sizes(pools: Iterable[str], ledger: Ledger, *, backfill: bool) -> dic
 
 
 def team_window_sizes(
-    pools: Iterable[str], ledger: Ledger, teams: Teams, *, backfill: bool
+    pools: Iterable[str], ledger: Ledger, teams: Teams, *, backfill: bool, team_tags: Iterable[str] = ()
 ) -> dict[tuple[str, str], int]:
     """Per (pool, team as jobs carry it: "" for no team tag), how many of that team's first pending
-    jobs in the pool the pass reads besides the pool's window; empty without quotas."""
+    jobs in the pool the pass reads besides the pool's window; empty without quotas. `team_tags`: the
+    registered team tag values (those of jobs queued under quotas); those that name no configured
+    team are read as the unassigned group."""
     if not teams.enabled:
         return {}
+    unconfigured = sorted(tag for tag in set(team_tags) if teams.unconfigured(tag))
     lookahead = _lookahead(backfill)
     sizes: dict[tuple[str, str], int] = {}
     for pool in pools:
@@ -75,8 +86,8 @@ def team_window_sizes(
             quota = teams.quota(team, pool, capacity) or 0
             borrows = free > 0 and teams.sharing(team).borrows and teams.borrow_limit(team) != 0
             if team == UNASSIGNED or quota > 0 or borrows:
-                key = "" if team == UNASSIGNED else team
-                sizes[(pool, key)] = max(free, quota, 0) + 1 + lookahead
+                keys = ["", *unconfigured] if team == UNASSIGNED else [team]
+                sizes.update(dict.fromkeys(((pool, key) for key in keys), max(free, quota, 0) + 1 + lookahead))
     return sizes
 
 

@@ -7,8 +7,17 @@ several), and carries the actions out. A queued job is written `stopping` with t
 stop lands the job ends failed, never re-queued; should the stop call fail, the scheduler's pass
 and reconciliation send it again for every `stopping` job.
 
+Reconciliation hands it every alarm still in ALARM as well (`IdleWatch.in_alarm`): a notification
+this function failed on three times went to its dead-letter queue, and an alarm already in ALARM
+does not notify again while the job stays idle. Acting twice on one alarm is the duplicate case.
+
 Duplicate and late notifications are safe: once the job is `stopping` (or has ended) the decision
 is to do nothing, or to delete the alarms of an attempt that has ended.
+
+A warning alarm's notification (`idle.warn_below_percent`) marks the attempt warned, conditionally,
+and tells the owner; the job runs on. The owner hears of a stop or a warning through the notifier
+only after the write succeeded, so a duplicate notification, whose decision is to do nothing, tells
+no one twice; a failed publish is logged and changes nothing.
 """
 
 from __future__ import annotations
@@ -23,9 +32,12 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError, VersionConflict
-from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, StopIdleJob
+from smq_lambda.governance import notices
+from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, StopIdleJob, WarnLowUtilization
 from smq_lambda.governance.idle import AlarmPrefix, IdleNotification, decide_idle
-from smq_lambda.ports import IdleAlarms, JobStore, PolicySource, TrainingService
+from smq_lambda.governance.notices import Notice, NoticeAction
+from smq_lambda.governance.policy import Policy
+from smq_lambda.ports import IdleAlarms, JobStore, Notifier, PolicySource, TrainingService
 
 logger = Logger(service="smq", child=True)
 
@@ -37,6 +49,7 @@ class IdleStopOutcome:
     """What one notification did."""
 
     stopped: StopIdleJob | None = None
+    warned: WarnLowUtilization | None = None
     deleted: list[str] = field(default_factory=list)
 
 
@@ -47,16 +60,20 @@ class IdleStop:
         store: JobStore,
         training: TrainingService,
         alarms: IdleAlarms,
-        policy: PolicySource,
+        policy: PolicySource | None,
         clock: Callable[[], datetime],
         prefix: AlarmPrefix,
+        notifier: Notifier | None = None,
     ) -> None:
+        """`policy` None: the default governance policy. `notifier` None: no notifications topic;
+        the owners' notices are only logged."""
         self._store = store
         self._training = training
         self._alarms = alarms
         self._policy = policy
         self._clock = clock
         self._prefix = prefix
+        self._notifier = notifier
 
     @property
     def prefix(self) -> AlarmPrefix:
@@ -96,7 +113,8 @@ class IdleStop:
         ref = notification.alarm
         others = [name for name in ref.all_names() if name != ref.name]
         part_states = self._alarms.states(others) if others else {}
-        return decide_idle(notification, job=job, policy=self._policy.load(), part_states=part_states)
+        policy = self._policy.load() if self._policy is not None else Policy()
+        return decide_idle(notification, job=job, policy=policy, part_states=part_states)
 
     def _apply(self, action: GovernanceAction, job: Job | None, outcome: IdleStopOutcome) -> None:
         if isinstance(action, DeleteIdleAlarms):
@@ -107,6 +125,7 @@ class IdleStop:
                 return
             outcome.deleted += action.alarm_names
         elif isinstance(action, StopIdleJob):
+            stopping = None
             if action.job_name is not None and job is not None:
                 stopping = lifecycle.stop_for_governance(
                     job, self._clock(), outcome=AttemptOutcome.IDLE_GPU, reason=action.reason
@@ -114,6 +133,21 @@ class IdleStop:
                 self._store.save(stopping, expected_version=job.version)
             self._stop(action)
             outcome.stopped = action
+            if stopping is not None:
+                self._notify(notices.about_job(stopping, NoticeAction.IDLE_STOP, action.reason))
+            else:
+                self._notify(notices.about_outside_job(action.training_job_name, NoticeAction.IDLE_STOP, action.reason))
+        elif isinstance(action, WarnLowUtilization) and job is not None:
+            warned = lifecycle.warn_low_utilization(job, self._clock(), reason=action.reason)
+            self._store.save(warned, expected_version=job.version)
+            outcome.warned = action
+            self._notify(notices.about_job(warned, NoticeAction.LOW_UTILIZATION, action.reason))
+
+    def _notify(self, notice: Notice) -> None:
+        if self._notifier is None:
+            logger.info("no notifications topic; the notice is only logged", extra={"job": notice.job})
+            return
+        self._notifier.publish(notice)
 
     def _stop(self, action: StopIdleJob) -> None:
         """A queued job is `stopping` by now, and the scheduler sends its stop again should this one

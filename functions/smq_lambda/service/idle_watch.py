@@ -1,5 +1,6 @@
-"""The idle-GPU alarms' side of the scheduler: put a training job's alarms when it reaches
-`Training`, delete them when its attempt ends, and sweep orphans during reconciliation.
+"""The idle alarms' side of the scheduler: put a training job's alarms when it reaches `Training`,
+delete them when its attempt ends, and during reconciliation sweep orphans and list the alarms
+already in ALARM (a notification the idle-stop function failed on is re-checked from them).
 
 The decisions are governance/idle.py's; this only carries them out. Alarms are best-effort: a
 CloudWatch failure is logged and never fails the report or the pass that asked for it. A missed
@@ -21,6 +22,9 @@ from smq_lambda.domain.training_status import IN_PROGRESS
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError
 from smq_lambda.governance import idle
 from smq_lambda.governance.actions import DeleteIdleAlarms
+from smq_lambda.governance.idle import IdleNotification
+from smq_lambda.governance.idle_notifications import notification_of_alarm
+from smq_lambda.governance.idle_scope import host_count
 from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import IdleAlarms, TrainingService
 
@@ -48,6 +52,14 @@ class IdleWatch:
         self._topic_arn = topic_arn
         self._prefix = prefix
 
+    @property
+    def alarms(self) -> IdleAlarms:
+        return self._alarms
+
+    @property
+    def prefix(self) -> idle.AlarmPrefix:
+        return self._prefix
+
     def on_report(
         self,
         before: Job,
@@ -64,7 +76,7 @@ class IdleWatch:
         if attempt is None or attempt.number != attempt_number or attempt.training_job_name != status.name:
             return
         if attempt.is_open and after.state in WATCHED_STATES and is_training(status):
-            self.watch(attempt.training_job_name, hosts_of(after), queued=True, policy=policy, existing=existing)
+            self.watch(attempt.training_job_name, after.request, queued=True, policy=policy, existing=existing)
         elif was is not None and was.number == attempt_number and was.is_open and not attempt.is_open:
             self.attempt_ended(before)
 
@@ -81,25 +93,26 @@ class IdleWatch:
         name, status = detail.get("TrainingJobName"), detail.get("TrainingJobStatus")
         if not isinstance(name, str):
             return
-        instances = idle.host_count(detail)
         if status == IN_PROGRESS and detail.get("SecondaryStatus") == TRAINING:
-            self.watch(name, instances, queued=False, policy=policy)
+            self.watch(name, detail, queued=False, policy=policy)
         elif status in ENDED_STATUSES and policy.idle.enforce_outside_queue:
-            self._delete(idle.stop_watching(self._prefix, name, instances, f"training job {name} ended ({status})"))
+            reason = f"training job {name} ended ({status})"
+            self._delete(idle.stop_watching(self._prefix, name, host_count(detail), reason))
 
     def watch(
         self,
         training_job_name: str,
-        instances: int,
+        request: Mapping[str, Any],
         *,
         queued: bool,
         policy: Policy,
         existing: Collection[str] | None = None,
     ) -> None:
-        """Put the job's alarms; with `existing` (the alarm names reconciliation listed), only when
-        one of them is missing, so reconciling does not rewrite every alarm every time."""
+        """Put the alarms of the job `request` describes (the queued request, or SageMaker's
+        description of a job outside the queue); with `existing` (the alarm names reconciliation
+        listed), only when one of them is missing, so reconciling does not rewrite every alarm."""
         action = idle.watch(
-            self._prefix, training_job_name, instances, queued=queued, policy=policy, topic_arn=self._topic_arn
+            self._prefix, training_job_name, request, queued=queued, policy=policy, topic_arn=self._topic_arn
         )
         if action is None:
             return
@@ -123,6 +136,18 @@ class IdleWatch:
         except AlarmServiceError as exc:
             logger.warning("could not list idle alarms; the next reconciliation sweeps", extra={"error": str(exc)})
             return None
+
+    def in_alarm(self) -> list[IdleNotification] | None:
+        """This stack's idle alarms now in ALARM, each read as the notification it sent; None when
+        CloudWatch cannot say (the next reconciliation re-checks)."""
+        try:
+            alarms = self._alarms.in_alarm()
+        except AlarmServiceError as exc:
+            logger.warning(
+                "could not list idle alarms in ALARM; the next reconciliation does", extra={"error": str(exc)}
+            )
+            return None
+        return [notice for alarm in alarms if (notice := notification_of_alarm(self._prefix, alarm)) is not None]
 
     def sweep(
         self,

@@ -20,7 +20,8 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.lifecycle import StartRetryLimits
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError, VersionConflict
-from smq_lambda.ports import JobStore, TrainingService
+from smq_lambda.governance.notices import Notice
+from smq_lambda.ports import JobStore, Notifier, TrainingService
 
 logger = Logger(service="smq", child=True)
 
@@ -42,11 +43,14 @@ class JobEffects:
         training: TrainingService,
         clock: Callable[[], datetime],
         retry_limits: StartRetryLimits,
+        notifier: Notifier | None = None,
     ) -> None:
+        """`notifier` None: no notifications topic configured; notices are only logged."""
         self._store = store
         self._training = training
         self._clock = clock
         self._retry_limits = retry_limits
+        self._notifier = notifier
 
     def save(self, updated: Job, current: Job) -> Job | None:
         """`updated` as stored, or None when `current` changed meanwhile (the race is lost)."""
@@ -55,6 +59,13 @@ class JobEffects:
         except VersionConflict:
             logger.info("job changed under the pass; skipped", extra={"job": current.name})
             return None
+
+    def notify(self, notice: Notice) -> None:
+        """Tell the job's owner of a change already written; a failed publish never undoes it."""
+        if self._notifier is None:
+            logger.info("no notifications topic; the notice is only logged", extra={"job": notice.job})
+            return
+        self._notifier.publish(notice)
 
     def stop(self, training_job_name: str) -> None:
         """Ask SageMaker to stop; a failure is logged, and reconciliation sends the stop again."""

@@ -16,7 +16,9 @@ reconciliation period. Older jobs are left alone, so tightening the policy never
 was already running before it (beyond that window).
 
 A queue attempt is told apart by the job and attempt its tags name *and* the name the queue gives
-that attempt (`is_own_attempt`), never by the tags alone, which anyone can set.
+that attempt (`is_own_attempt`), never by the tags alone, which anyone can set. A training job
+whose `smq:stack` tag names another smq stack of the account is that stack's to govern, never this
+one's (`is_another_stacks`): a staging stack must not stop production's attempts.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import queue_tags
+from smq_lambda.domain.model import is_another_stacks, queue_tags
 from smq_lambda.domain.training_status import IN_PROGRESS, is_own_attempt
 from smq_lambda.errors import TrainingServiceError
+from smq_lambda.governance import notices
 from smq_lambda.governance.actions import NotifyPolicy, StopOutsideJob
 from smq_lambda.governance.limits import check_outside_job
+from smq_lambda.governance.notices import Notice, NoticeAction
 from smq_lambda.governance.values import tag_map
-from smq_lambda.ports import JobStore, PolicySource, TrainingService
+from smq_lambda.ports import JobStore, Notifier, PolicySource, TrainingService
 
 logger = Logger(service="smq", child=True)
 
@@ -42,12 +46,6 @@ STARTING = "Starting"
 STOPPING = "Stopping"
 SWEEP_WINDOW = timedelta(minutes=15)
 """Three reconciliation periods: a job is swept at least twice even when one reconciliation fails."""
-
-
-class PolicyNotifier(Protocol):
-    def notify(self, notification: NotifyPolicy) -> bool:
-        """Publish `notification`; False when it could not be (the adapter logged it)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -66,15 +64,18 @@ class OutsideJobs:
         store: JobStore,
         training: TrainingService,
         policy: PolicySource,
-        notifier: PolicyNotifier | None,
+        notifier: Notifier | None,
         clock: Callable[[], datetime],
+        stack: str | None = None,
     ) -> None:
-        """Without a `notifier` (no policy topic configured) jobs are still stopped; the log says why."""
+        """Without a `notifier` (no notifications topic configured) jobs are still stopped; the log
+        says why. `stack`: this stack's name; training jobs tagged with another are left alone."""
         self._store = store
         self._training = training
         self._policy = policy
         self._notifier = notifier
         self._clock = clock
+        self._stack = stack
 
     def check(self, detail: Mapping[str, Any]) -> OutsideJobCheck:
         """Apply the policy to the training job a state-change event's `detail` reports (the
@@ -82,7 +83,7 @@ class OutsideJobs:
         name = detail.get("TrainingJobName")
         if not isinstance(name, str) or detail.get("TrainingJobStatus") != IN_PROGRESS:
             return OutsideJobCheck()
-        if detail.get("SecondaryStatus") != STARTING or self._is_queue_attempt(name, detail.get("Tags")):
+        if detail.get("SecondaryStatus") != STARTING or self._is_exempt(name, detail.get("Tags")):
             return OutsideJobCheck()
         return self._enforce(name, detail, confirm_running=True)
 
@@ -100,7 +101,7 @@ class OutsideJobs:
         checks = []
         for detail in details:
             name = detail.get("TrainingJobName")
-            if isinstance(name, str) and not self._is_queue_attempt(name, detail.get("Tags")):
+            if isinstance(name, str) and not self._is_exempt(name, detail.get("Tags")):
                 checks.append(self._enforce(name, detail, confirm_running=False))
         return [check for check in checks if check.stopped is not None]
 
@@ -122,11 +123,22 @@ class OutsideJobs:
         logger.warning("stopped a training job outside the queue", extra={"training_job": name, "reason": stop.reason})
         notified = False
         for notification in (action for action in actions if isinstance(action, NotifyPolicy)):
-            notified = self._notify(name, notification)
+            notice = notices.about_outside_job(
+                name,
+                NoticeAction.POLICY_STOP,
+                notification.message,
+                subject_line=notification.subject,
+                started_by=stop.started_by,
+            )
+            notified = self._notify(notice)
         return OutsideJobCheck(stopped=stop, notified=notified)
 
-    def _is_queue_attempt(self, training_job_name: str, tags: object) -> bool:
-        claimed = queue_tags(tag_map(tags))
+    def _is_exempt(self, training_job_name: str, tags: object) -> bool:
+        """This queue's own attempts, and every training job another smq stack tagged as its own."""
+        tagged = tag_map(tags)
+        if is_another_stacks(tagged, self._stack):
+            return True
+        claimed = queue_tags(tagged)
         if claimed is None:
             return False
         job_name, attempt = claimed
@@ -144,11 +156,11 @@ class OutsideJobs:
             return True
         return status is not None and status.status == IN_PROGRESS and status.secondary_status != STOPPING
 
-    def _notify(self, training_job_name: str, notification: NotifyPolicy) -> bool:
+    def _notify(self, notice: Notice) -> bool:
         if self._notifier is None:
             logger.warning(
-                "no policy topic configured; the stop is only logged",
-                extra={"training_job": training_job_name, "notification": notification.message},
+                "no notifications topic configured; the stop is only logged",
+                extra={"training_job": notice.job, "notification": notice.message},
             )
             return False
-        return self._notifier.notify(notification)
+        return self._notifier.publish(notice)

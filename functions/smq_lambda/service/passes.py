@@ -15,8 +15,11 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.governance import notices
+from smq_lambda.governance.notices import NoticeAction
 from smq_lambda.ports import (
     ConfigSource,
+    InUse,
     JobStore,
     PassLease,
     PoolUsageBoard,
@@ -38,6 +41,7 @@ logger = Logger(service="smq", child=True)
 
 MAX_PASSES = 5
 """Bound on back-to-back passes in one call (reruns requested meanwhile, refused starts)."""
+FORGET_TEAM_TAG_AFTER = timedelta(hours=1)
 
 
 @dataclass
@@ -116,7 +120,7 @@ class Passes:
         held = self._store.in_use()
         ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
         pools = sorted(set(config.pools) | held.pools)
-        pending = self._pending(pools, ledger, config, {job.name for job in held.live})
+        pending = self._pending(pools, ledger, config, held, now)
         jobs = [*held.live, *pending]
         counted = self._team_usage.count(config.teams, held.live, now)
         team_usage = counted.usage if counted is not None else {}
@@ -155,22 +159,59 @@ class Passes:
             logger.exception("start estimates failed; this pass publishes none")
             return {}
 
-    def _pending(self, pools: list[str], ledger: Ledger, config: SchedulerConfig, live: set[str]) -> list[Job]:
-        """The pending jobs of every window (each pool's, and with quotas each team's in each pool),
-        each once, the live ones left out (the index may lag a start)."""
+    def _pending(
+        self, pools: list[str], ledger: Ledger, config: SchedulerConfig, held: InUse, now: datetime
+    ) -> list[Job]:
+        """The pending jobs of every window (each pool's, and with quotas each team's in each pool,
+        removed teams' included), each once, the live ones left out (the index may lag a start)."""
         windows = [
             self._store.pending_window(pool, size)
             for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items()
         ]
-        team_windows = team_window_sizes(pools, ledger, config.teams, backfill=config.backfill)
+        team_windows = team_window_sizes(
+            pools, ledger, config.teams, backfill=config.backfill, team_tags=held.team_tags
+        )
+        seen_teams: set[str] = set()
         for (pool, team), size in team_windows.items():
-            windows.append(self._store.pending_window(pool, size, team=team))
+            window = self._store.pending_window(pool, size, team=team)
+            if window:
+                seen_teams.add(team)
+            windows.append(window)
+        self._forget_drained_teams(pools, config, held, seen_teams, set(team_windows), now)
+        live = {job.name for job in held.live}
         pending: dict[str, Job] = {}
         for window in windows:
             for job in window:
                 if job.name not in live and job.state is JobState.PENDING:
                     pending.setdefault(job.name, job)
         return list(pending.values())
+
+    def _forget_drained_teams(
+        self,
+        pools: list[str],
+        config: SchedulerConfig,
+        held: InUse,
+        seen: set[str],
+        read: set[tuple[str, str]],
+        now: datetime,
+    ) -> None:
+        """Forget the registered team tag values the configuration does not name once no job of
+        theirs is pending in any pool, so removed teams cost no reads for ever. Submission refuses
+        such values while quotas are configured, and only values last submitted FORGET_TEAM_TAG_AFTER
+        ago or more are forgotten, far longer than the pending index lags a submission or the API
+        caches the configuration (a submission meanwhile keeps the value: the store's condition). `seen`: the values whose windows this pass found jobs in; `read`:
+        the (pool, value) windows it read."""
+        if not config.teams.enabled:
+            return
+        for team, registered_at in sorted(held.team_tags.items()):
+            if not config.teams.unconfigured(team) or team in seen or now - registered_at < FORGET_TEAM_TAG_AFTER:
+                continue
+            if any(self._store.pending_window(pool, 1, team=team) for pool in pools if (pool, team) not in read):
+                continue
+            try:
+                self._store.forget_team_tag(team, registered_at)
+            except ServiceUnavailable as exc:
+                logger.warning("could not forget a removed team; a later pass does", extra={"error": str(exc)})
 
     def _apply(self, action: Action, decided: Job, now: datetime, report: PassReport) -> Job:
         """Carry out one action; returns the job as it now stands (unchanged when a race was lost).
@@ -201,6 +242,7 @@ class Passes:
             if stopping.current_attempt is not None:
                 self._effects.stop(stopping.current_attempt.training_job_name)
                 report.preempted.append(stopping.name)
+            self._effects.notify(notices.about_job(stopping, NoticeAction.PREEMPTED, action.reason))
             return stopping
         if isinstance(action, ExplainWait):
             return self._effects.save(lifecycle.explain(job, now, action.reason), job) or job

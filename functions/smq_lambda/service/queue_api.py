@@ -10,8 +10,8 @@ what it measured, and `pools()` reads that.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -20,24 +20,22 @@ from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
 from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job, order_key
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
+from smq_lambda.governance.idle_scope import check_exemption
 from smq_lambda.governance.limits import violations
+from smq_lambda.governance.policy import Policy
 from smq_lambda.ports import (
     ConfigSource,
     JobStore,
     PolicySource,
-    PoolMeasure,
     PoolUsage,
     PoolUsageBoard,
-    PoolUsageReport,
     SchedulerTrigger,
-    StartEstimate,
-    TeamMeasure,
 )
-from smq_lambda.scheduling import reasons
-from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
-from smq_lambda.service.submission import SubmissionPolicy, check_priority, new_job
+from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
 
 WRITE_ATTEMPTS = 3
 """A scheduler pass may write the same job between our read and our write (a new wait reason, a
@@ -54,15 +52,6 @@ class PositionedJob:
     reason: str | None
     estimated_start: EstimatedStart | None = None
     """When the last pass expected the job to start; None unless pending and estimated."""
-
-
-@dataclass(frozen=True)
-class EstimatedStart:
-    """A pending job's estimated start (simulation/estimate.py), from the last pass's report."""
-
-    at: datetime | None
-    assumed: str
-    computed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -135,23 +124,30 @@ class QueueService:
 
     def submit(self, request: object, caller: str) -> PositionedJob:
         """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, PolicyViolation,
-        AccessDenied, JobConflict)."""
+        AccessDenied, JobConflict). Its team tag value is registered for the scheduler's team windows
+        only while quotas are configured, where unknown values are refused, so the registry stays bounded."""
+        config = self._config.load()
         job = new_job(
             request,
             owner=caller,
-            config=self._config.load(),
+            config=config,
             policy=self._policy,
             now=self._clock(),
             job_id=self._new_id(),
         )
-        if self._governance is not None:
-            broken = violations(job.request, self._governance.load())
-            if broken:
-                raise PolicyViolation([(violation.field, violation.rule, violation.message) for violation in broken])
+        governance = self._governance.load() if self._governance is not None else Policy()
+        if broken := violations(job.request, governance):
+            raise PolicyViolation([(violation.field, violation.rule, violation.message) for violation in broken])
+        check_exemption(job.request, caller, governance.idle)
         self._access().check_submission(caller, priority=job.priority, role_arn=job.request["RoleArn"])
-        stored = self._store.create(job)
+        stored = self._store.create(job, register_team=config.teams.enabled)
         self._trigger.kick(f"{stored.name} submitted")
         return self._positioned(stored)
+
+    def last_finished_job_id(self, name: object) -> str | None:
+        """See submission.last_finished_job_id; None for a name no job can have."""
+        holder = self._store.get(name) if isinstance(name, str) and TRAINING_JOB_NAME_PATTERN.fullmatch(name) else None
+        return last_finished_job_id(holder)
 
     def get(self, name: str, job_id: str | None = None) -> PositionedJob:
         """The newest job of the name; with `job_id`, that job: the newest or an earlier one of the
@@ -167,10 +163,11 @@ class QueueService:
         limit: int = 50,
         next_token: str | None = None,
     ) -> PositionedPage:
-        """One page in scheduling order; positions cost one index query per pool with pending jobs."""
+        """One page in scheduling order; positions cost one index query per pool with pending jobs.
+        With `owner`, the store reads that owner's jobs only, however many others the states hold."""
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
         positions = self._positions([job for job in page.jobs if job.state is JobState.PENDING])
-        heads = self._heads()
+        heads = self._last_pass()
         return PositionedPage(
             jobs=[self._explained(job, positions.get(job.name), heads) for job in page.jobs],
             next_token=page.next_token,
@@ -276,10 +273,10 @@ class QueueService:
 
     def _positioned(self, job: Job) -> PositionedJob:
         if job.is_live:
-            return self._explained(job, None, self._heads())
+            return self._explained(job, None, self._last_pass())
         if job.state is not JobState.PENDING:
             return PositionedJob(job, None, job.reason)
-        return self._explained(job, self._positions([job]).get(job.name), self._heads())
+        return self._explained(job, self._positions([job]).get(job.name), self._last_pass())
 
     def _positions(self, pending: list[Job]) -> dict[str, int]:
         """Each pending job's 1-based place in its pool: per pool, one count up to the first job
@@ -298,14 +295,14 @@ class QueueService:
                 previous = key
         return positions
 
-    def _heads(self) -> Heads | None:
+    def _last_pass(self) -> LastPass | None:
         report = self._usage_board.latest() if self._usage_board is not None else None
         if report is None:
             return None
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
-        return Heads(heads, report.measured_at, report.estimates, report.teams)
+        return LastPass(heads, report.measured_at, report.estimates, report.teams)
 
-    def _explained(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
+    def _explained(self, job: Job, position: int | None, heads: LastPass | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
         entry = self._reasoned(job, position, heads)
         if heads is None:
@@ -316,10 +313,10 @@ class QueueService:
         estimate = heads.estimate_for(job)
         return entry if estimate is None else replace(entry, estimated_start=estimate)
 
-    def _reasoned(self, job: Job, position: int | None, heads: Heads | None) -> PositionedJob:
+    def _reasoned(self, job: Job, position: int | None, heads: LastPass | None) -> PositionedJob:
         """A pending job's reason is the one the passes wrote when it is news (a head, a backoff, a
         job too large for its pool, a job no pass has seen yet); otherwise the job waits behind a
-        head, and its reason is its place, computed now."""
+        head, and its reason is its place, computed now (noting a team no longer configured)."""
         if position is None or heads is None or not heads.current_for(job):
             return PositionedJob(job, position, job.reason)
         if job.name in heads.by_pool.values() or (job.not_before is not None and job.not_before > self._clock()):
@@ -329,65 +326,8 @@ class QueueService:
             count > capacity for pool, count in job.demand.items() if (capacity := config.capacity(pool)) is not None
         ):
             return PositionedJob(job, position, job.reason)
-        return PositionedJob(job, position, reasons.queued(position - 1, job.pool, heads.by_pool.get(job.pool)))
-
-
-@dataclass(frozen=True)
-class Heads:
-    """The first waiting job of each blocked pool, as the last pass found them."""
-
-    by_pool: dict[str, str]
-    measured_at: datetime
-    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
-    teams: tuple[TeamMeasure, ...] = ()
-
-    def current_for(self, job: Job) -> bool:
-        """The pass saw the job as it is (it has not changed since)."""
-        return (job.updated_at or job.submitted_at) <= self.measured_at
-
-    def borrowing(self, job: Job) -> str | None:
-        """For a live job whose team runs beyond its quota in one of the job's pools (as the last
-        pass measured), what that means for it: reclaim may stop it."""
-        if not job.is_live or job.team is None:
-            return None
-        beyond = [
-            f"{measure.borrowed} of {measure.pool}"
-            for measure in self.teams
-            if measure.team == job.team and measure.pool in job.demand and measure.borrowed > 0
-        ]
-        if not beyond:
-            return None
-        return (
-            f"{job.team} is borrowing {' and '.join(beyond)} beyond its quota: when a lender needs its quota back, "
-            f"{job.team}'s jobs with the least progress are stopped first"
-        )
-
-    def estimate_for(self, job: Job) -> EstimatedStart | None:
-        """The pass's estimated start of a pending job it saw as it is (a job changed since, say
-        reprioritized, waits for the next pass's)."""
-        estimate = self.estimates.get(job.name)
-        if estimate is None or job.state is not JobState.PENDING or not self.current_for(job):
-            return None
-        return EstimatedStart(estimate.at, estimate.assumed, self.measured_at)
-
-
-def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:
-    """A pass's usage under the capacities configured now (an operator may have changed them since):
-    every configured pool, then the unconfigured ones the pass saw in use or awaited."""
-    measured = {usage.pool: usage for usage in report.pools}
-    names = [
-        *config.pools,
-        *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.head)),
-    ]
-    return [
-        PoolMeasure(
-            pool=pool,
-            capacity=config.capacity(pool),
-            in_use=measured[pool].in_use if pool in measured else 0,
-            head=measured[pool].head if pool in measured else None,
-        )
-        for pool in names
-    ]
+        place = reasons.queued(position - 1, job.pool, heads.by_pool.get(job.pool))
+        return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, config.teams))
 
 
 def _cancelled(job: Job, now: datetime, caller: str) -> Job:

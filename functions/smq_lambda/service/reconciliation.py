@@ -2,7 +2,9 @@
 
 It describes every live attempt and applies the answer as a report; re-creates a `starting`
 attempt SageMaker never got; replaces the outside usage the events recorded with what SageMaker
-lists; and sweeps the idle alarms no open attempt owns.
+lists; sweeps the idle alarms no open attempt owns; and acts on every idle alarm still in ALARM as
+its notification would have (service/idle_stop.py), so a notification lost for good stops the job
+at the next reconciliation.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
 from smq_lambda.domain.training_status import IN_PROGRESS, vanished
 from smq_lambda.errors import TrainingServiceError, VersionConflict
-from smq_lambda.ports import ConfigSource, InUse, JobStore, PolicySource, TrainingService
+from smq_lambda.ports import ConfigSource, InUse, JobStore, Notifier, PolicySource, TrainingService
+from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.reports import Reports, current_policy
@@ -48,7 +51,9 @@ class Reconciler:
         effects: JobEffects,
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,
+        notifier: Notifier | None = None,
     ) -> None:
+        """`notifier`: where the re-check of idle alarms tells owners of the stops it makes."""
         self._store = store
         self._training = training
         self._config = config
@@ -57,6 +62,19 @@ class Reconciler:
         self._effects = effects
         self._policy = policy
         self._idle_watch = idle_watch
+        self._idle_stop = (
+            IdleStop(
+                store=store,
+                training=training,
+                alarms=idle_watch.alarms,
+                policy=policy,
+                clock=clock,
+                prefix=idle_watch.prefix,
+                notifier=notifier,
+            )
+            if idle_watch is not None
+            else None
+        )
 
     def reconcile(self) -> Reconciliation:
         """Repair what lost events left behind: ask SageMaker about every live attempt, and sweep
@@ -80,7 +98,18 @@ class Reconciler:
             policy = current_policy(self._policy)
             with isolated("(idle alarms)", "sweep", result.job_errors):
                 self._idle_watch.sweep(alarm_names, open_attempts, policy, self._training)
+        self._recheck_idle_alarms(result)
         return result
+
+    def _recheck_idle_alarms(self, result: Reconciliation) -> None:
+        """Act on every idle alarm in ALARM as on its notification: last, after the reports have
+        deleted the alarms of ended attempts. A stop made here counts as a repair."""
+        if self._idle_watch is None or self._idle_stop is None:
+            return
+        for notification in self._idle_watch.in_alarm() or ():
+            with isolated(notification.alarm.training_job_name, "idle re-check", result.job_errors):
+                if self._idle_stop.handle(notification).stopped is not None:
+                    result.repaired += 1
 
     def _correct_outside(self, held: InUse, result: Reconciliation) -> None:
         """Replace the outside usage the events recorded with what SageMaker lists now (a lost or

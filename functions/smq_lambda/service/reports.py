@@ -15,10 +15,11 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.held_instances import held_instances
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.model import Job, is_another_stacks
 from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, apply_report, is_own_attempt, is_stale
 from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.values import tag_map
 from smq_lambda.ports import JobStore, PolicySource, TrainingJobStatus
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects, isolated
@@ -55,12 +56,16 @@ class Reports:
         clock: Callable[[], datetime],
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,
+        stack: str | None = None,
     ) -> None:
+        """`stack`: this stack's name; a training job tagged with another smq stack's is outside
+        this queue whatever job its tags name, and only its instances are counted."""
         self._store = store
         self._effects = effects
         self._clock = clock
         self._policy = policy
         self._idle_watch = idle_watch
+        self._stack = stack
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:
         """Apply one SageMaker status report (event or describe) to its job. Duplicates and reports of
@@ -68,7 +73,9 @@ class Reports:
         orphan; a report whose training job is not the attempt's own is about a job outside the queue.
         The governance policy has its say first (spot fallback, MaxWaitTimeExceeded, failure retry);
         a spot attempt that falls back is stopped after the write, and should that stop fail, the
-        attempt's next report (an interrupted spot job keeps reporting) stops it as an orphan."""
+        attempt's next report (an interrupted spot job keeps reporting) stops it as an orphan. The
+        owner hears of a fallback or a retry once its write succeeded: a duplicate report, which
+        changes nothing, tells no one again."""
         outcome = ReportOutcome()
         with isolated(job_name, "report", outcome.job_errors):
             outcome.changed = self.apply(job_name, attempt_number, status, outcome=outcome)
@@ -89,7 +96,7 @@ class Reports:
         queue marks `outcome` so."""
         policy = current_policy(self._policy)
         for _ in range(REPORT_RETRIES):
-            job = self._store.get(job_name)
+            job = None if is_another_stacks(status.tags or {}, self._stack) else self._store.get(job_name)
             if job is None or not is_own_attempt(job, attempt_number, status.name):
                 logger.info(
                     "training job outside the queue",
@@ -119,6 +126,8 @@ class Reports:
                 self._effects.stop(effect.stop)
             if self._idle_watch is not None:
                 self._idle_watch.on_report(job, saved, attempt_number, status, policy, alarm_names)
+            if effect.notice is not None:
+                self._effects.notify(effect.notice)
             return saved
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
@@ -139,7 +148,8 @@ class Reports:
         """A state change of a training job outside the queue (the event's detail, with Tags as a
         map): the instances it holds while in progress are recorded for the passes (removed when it
         ends; a lost or reordered event is corrected by reconciliation), and it gets idle alarms
-        while it trains when `idle.enforce_outside_queue` is on."""
+        while it trains when `idle.enforce_outside_queue` is on, unless another smq stack tagged it
+        as its own."""
         outcome = ReportOutcome()
         name = str(detail.get("TrainingJobName"))
         with isolated(name, "report_outside", outcome.job_errors):
@@ -147,7 +157,7 @@ class Reports:
             if held:
                 holding = detail.get("TrainingJobStatus") in HOLDING_STATUSES
                 self._store.record_outside(name, held, holding=holding)
-            if self._idle_watch is not None:
+            if self._idle_watch is not None and not is_another_stacks(tag_map(detail.get("Tags")), self._stack):
                 self._idle_watch.on_outside_report(detail, current_policy(self._policy))
         return outcome
 

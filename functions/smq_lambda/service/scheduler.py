@@ -17,6 +17,7 @@ from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.ports import (
     ConfigSource,
     JobStore,
+    Notifier,
     PassLease,
     PolicySource,
     PoolUsageBoard,
@@ -47,12 +48,18 @@ class Scheduler:
         policy: PolicySource | None = None,
         idle_watch: IdleWatch | None = None,
         team_usage: TeamUsageHistory | None = None,
+        notifier: Notifier | None = None,
+        stack: str | None = None,
     ) -> None:
         """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
         alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
-        every pass decides with no past usage (see service/team_usage.py)."""
-        effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits)
-        self._reports = Reports(store=store, effects=effects, clock=clock, policy=policy, idle_watch=idle_watch)
+        every pass decides with no past usage (see service/team_usage.py). `notifier` None: no
+        notifications topic, so the owners' notices (preemption, spot fallback, retry) are only logged.
+        `stack`: this stack's name, which tells another smq stack's attempts apart (see reports.py)."""
+        effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits, notifier=notifier)
+        self._reports = Reports(
+            store=store, effects=effects, clock=clock, policy=policy, idle_watch=idle_watch, stack=stack
+        )
         self._reconciler = Reconciler(
             store=store,
             training=training,
@@ -62,6 +69,7 @@ class Scheduler:
             effects=effects,
             policy=policy,
             idle_watch=idle_watch,
+            notifier=notifier,
         )
         self._passes = Passes(
             store=store,

@@ -6,9 +6,9 @@ First the request must fit SageMaker's own CreateTrainingJob shape, every constr
 later is refused now. Then the queue's own rules: the members a job on instances needs, what SageMaker
 checks beyond the shape and the queue relies on (an image or algorithm, one instance type per group,
 unique group and tag names), the roles the deployment allows, the tags the queue reserves, the priority
-tag, the team tag (its key configured: `config.teams.tag`), the `smq:expected-duration` tag, and
-scheduling rule 4 (a job that names no pool while unpooled instance types are rejected, or needs more
-instances than its pool holds, could never run).
+tag, the team tag (its key configured: `config.teams.tag`; with quotas it must name a configured team),
+the `smq:expected-duration` tag, and scheduling rule 4 (a job that names no pool while unpooled
+instance types are rejected, or needs more instances than its pool holds, could never run).
 
 Each error names the field as a dotted path (`ResourceConfig.InstanceGroups[1].InstanceCount`) and
 the rule it broke.
@@ -31,11 +31,13 @@ from smq_lambda.domain.model import (
     MAX_PRIORITY,
     MIN_PRIORITY,
     PRIORITY_TAG,
+    STACK_TAG,
     Job,
 )
 from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, Rule, create_training_job_violations, input_shape
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest, PayloadTooLarge
+from smq_lambda.governance.idle_scope import EXEMPT_TAG
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.settings import Settings
 
@@ -60,10 +62,11 @@ so that with its attempt history it stays well inside DynamoDB's 400 KB item lim
 MAX_INSTANCE_COUNT = 10_000
 """Far beyond any account's training quota; it bounds the numbers the queue stores and adds up."""
 RESERVED_TAG_PREFIX = "smq:"
-"""The queue tags every attempt with `smq:job` and `smq:attempt`, and drops a request's own tags under
-this prefix when it starts one (adapters/sagemaker.py), so they are refused here rather than lost;
-except `smq:expected-duration`, which the queue reads at submission (domain/durations.py)."""
-QUEUE_TAGS = (JOB_TAG, ATTEMPT_TAG)
+"""The queue tags every attempt with `smq:job`, `smq:attempt` and `smq:stack`, and drops a request's
+own tags under this prefix when it starts one (adapters/sagemaker.py), so they are refused here
+rather than lost; except `smq:expected-duration` and `smq:idle-exempt`, which the queue reads
+(domain/durations.py, governance/idle_scope.py)."""
+QUEUE_TAGS = (JOB_TAG, ATTEMPT_TAG, STACK_TAG)
 INTEGER_PATTERN = re.compile(r"[+-]?[0-9]+")
 
 
@@ -132,6 +135,15 @@ def new_job(
         expected_duration_s=tags.expected_duration_s,
         max_runtime_s=_max_runtime(request["StoppingCondition"]),
     )
+
+
+def last_finished_job_id(holder: Job | None) -> str | None:
+    """The id of the newest finished job of a name, from the job that holds it now (itself when
+    finished, else the one it replaced): an identical request is a retry while this id is what it
+    was when the request first came, and a resubmission once the job it queued has ended."""
+    if holder is None:
+        return None
+    return holder.job_id if holder.state in TERMINAL_STATES else next(iter(holder.earlier_job_ids), None)
 
 
 def checkpoint_uri(prefix: str, name: str, job_id: str) -> str:
@@ -292,13 +304,13 @@ def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _
         raise _broken(
             "Tags",
             f"may hold at most {most} tags: SageMaker takes {most + len(QUEUE_TAGS)}, and the queue "
-            f"adds {' and '.join(QUEUE_TAGS)} to every attempt",
+            f"adds {', '.join(QUEUE_TAGS)} to every attempt",
         )
     seen: set[str] = set()
     read = _Tags()
     for index, tag in enumerate(tags):
         key = tag["Key"]
-        if key.startswith(RESERVED_TAG_PREFIX) and key != EXPECTED_DURATION_TAG:
+        if key.startswith(RESERVED_TAG_PREFIX) and key not in (EXPECTED_DURATION_TAG, EXEMPT_TAG):
             raise _broken(f"Tags[{index}].Key", f"{key}: tags starting with {RESERVED_TAG_PREFIX} are the queue's own")
         if key in seen:
             raise _broken(f"Tags[{index}].Key", f"{key} appears more than once")
@@ -306,10 +318,25 @@ def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _
         if key == PRIORITY_TAG:
             read = replace(read, priority=_parse_priority_tag(tag["Value"]))
         if key == config.teams.tag:
-            read = replace(read, team=tag["Value"] or None)
+            read = replace(read, team=_check_team(tag["Value"], config))
         if key == EXPECTED_DURATION_TAG:
             read = replace(read, expected_duration_s=_parse_duration_tag(tag["Value"]))
     return read
+
+
+def _check_team(value: str, config: SchedulerConfig) -> str | None:
+    """The team the team tag names (an empty value is no team). With quotas configured it must name a
+    configured team exactly: a typo, or "vision " for "vision", would otherwise run unassigned, on what
+    the teams leave, while the tagger believes it has the team's quota. Nothing is stripped, so what is
+    stored is what SageMaker gets."""
+    if not value or not config.teams.enabled or value in config.teams.quotas:
+        return value or None
+    blank = " (note the leading or trailing whitespace: values are compared exactly)" if value != value.strip() else ""
+    raise _broken(
+        f"Tags[{config.teams.tag}]",
+        f"{value!r} is not a configured team{blank}; the {config.teams.tag!r} tag must name one of: "
+        f"{', '.join(repr(team) for team in sorted(config.teams.quotas))}, or be left out to run unassigned",
+    )
 
 
 def _parse_priority_tag(value: str) -> int:

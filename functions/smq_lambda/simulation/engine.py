@@ -211,7 +211,8 @@ class Simulation:
         started = lifecycle.start(job, self._now(), reason=action.reason, backfill=action.backfill)
         self.jobs[job.name] = started
         progress = self.progress[job.name]
-        progress.waited += self.clock - (progress.pending_since or self.clock)
+        if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"
+            progress.waited += self.clock - progress.pending_since
         progress.pending_since = None
         self.counts["starts"] += 1
         self.counts["backfill_starts"] += action.backfill

@@ -8,7 +8,8 @@ rather than silently producing a value CloudFormation would not.
 
     loader.py      the YAML with CloudFormation's short-form tags
     intrinsics.py  Ref, Fn::Sub, Fn::If, ... and the conditions
-    resources.py   the table, the SSM parameters, a function's environment, the SNS subscriptions
+    resources.py   the table, the SSM parameters, a function's environment and policies, the SNS
+                   subscriptions
     queues.py      the SQS queues, the event source mappings, the EventBridge rules and their patterns
 """
 
@@ -24,7 +25,13 @@ from smq.local.template.queues import (
     sqs_queue_attributes,
     sqs_queues,
 )
-from smq.local.template.resources import function_environment, sns_subscriptions, ssm_parameters, table_definition
+from smq.local.template.resources import (
+    function_environment,
+    function_policies,
+    sns_subscriptions,
+    ssm_parameters,
+    table_definition,
+)
 
 __all__ = [
     "PSEUDO_PARAMETERS",
@@ -34,6 +41,7 @@ __all__ = [
     "evaluate",
     "event_rule_queues",
     "function_environment",
+    "function_policies",
     "load_template",
     "matches",
     "sns_subscriptions",

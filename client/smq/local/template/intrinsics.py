@@ -128,6 +128,15 @@ class Evaluator:
             return self.value(properties[name_property])
         return self._resource(name, None)
 
+    def _attribute(self, logical_id: str, attribute: str) -> Any:
+        """Fn::GetAtt. An SSM parameter's attributes (Value, Type, ...) are the properties the
+        template gives it, so they are answered from the template, as CloudFormation would."""
+        resource = (self._template.get("Resources") or {}).get(logical_id) or {}
+        properties = resource.get("Properties") or {}
+        if resource.get("Type") == "AWS::SSM::Parameter" and attribute in properties:
+            return self.value(properties[attribute])
+        return self._resource(logical_id, attribute)
+
     def _resource(self, logical_id: str, attribute: str | None) -> Any:
         if self._resolve is None:
             what = f"{logical_id}.{attribute}" if attribute else logical_id
@@ -140,7 +149,7 @@ class Evaluator:
             return self.value(if_true if self.condition(name) else if_false)
         if key == "Fn::GetAtt":
             logical_id, attribute = argument if isinstance(argument, list) else argument.split(".", 1)
-            return self._resource(logical_id, self.value(attribute))
+            return self._attribute(logical_id, self.value(attribute))
         if key == "Fn::Sub":
             return self._sub(argument)
         if key == "Fn::Join":

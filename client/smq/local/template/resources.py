@@ -1,4 +1,4 @@
-"""The template's queue table, SSM parameters and functions (their environment and SNS
+"""The template's queue table, SSM parameters and functions (their environment, policies and SNS
 subscriptions), in the shapes the local stack creates them with."""
 
 from __future__ import annotations
@@ -85,6 +85,32 @@ def function_environment(
         if value is not NO_VALUE:
             environment[name] = as_text(value)
     return environment
+
+
+def function_policies(
+    template: Mapping[str, Any],
+    function_logical_id: str,
+    resolve: Resolver,
+    *,
+    parameter_overrides: Mapping[str, Any] | None = None,
+    pseudo_parameters: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The policy documents of a function's `Policies`, evaluated: the inline policies SAM gives the
+    role it creates for the function. A SAM policy template or a managed policy raises TemplateError:
+    the local stack could not enforce what it does not read."""
+    resource = resources_of_type(template, "AWS::Serverless::Function").get(function_logical_id)
+    if resource is None:
+        raise TemplateError(f"{function_logical_id!r} is not an AWS::Serverless::Function")
+    evaluator = Evaluator(template, resolve, parameter_overrides, pseudo_parameters)
+    documents = []
+    for policy in (resource.get("Properties") or {}).get("Policies") or []:
+        if not isinstance(policy, dict) or "Statement" not in policy:
+            raise TemplateError(f"{function_logical_id}: only inline policy documents are read, not {policy!r}")
+        document = evaluator.value(policy)
+        statements = document["Statement"]
+        document["Statement"] = statements if isinstance(statements, list) else [statements]
+        documents.append({"Version": "2012-10-17", **document})
+    return documents
 
 
 def sns_subscriptions(

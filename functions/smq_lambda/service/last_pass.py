@@ -1,0 +1,81 @@
+"""What the last scheduling pass published, read back by the API: the head of each blocked pool,
+the start estimates and the team measures it made, and its pool usage under today's capacities."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.ports import PoolMeasure, PoolUsageReport, StartEstimate, TeamMeasure
+from smq_lambda.scheduling.snapshot import SchedulerConfig
+
+
+@dataclass(frozen=True)
+class EstimatedStart:
+    """A pending job's estimated start (simulation/estimate.py), from the last pass's report."""
+
+    at: datetime | None
+    assumed: str
+    computed_at: datetime
+
+
+@dataclass(frozen=True)
+class LastPass:
+    """What the last pass found: the first waiting job of each blocked pool (`by_pool`), its start
+    estimates and its team measures."""
+
+    by_pool: dict[str, str]
+    measured_at: datetime
+    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
+    teams: tuple[TeamMeasure, ...] = ()
+
+    def current_for(self, job: Job) -> bool:
+        """The pass saw the job as it is (it has not changed since)."""
+        return (job.updated_at or job.submitted_at) <= self.measured_at
+
+    def borrowing(self, job: Job) -> str | None:
+        """For a live job whose team runs beyond its quota in one of the job's pools (as the last
+        pass measured), what that means for it: reclaim may stop it."""
+        if not job.is_live or job.team is None:
+            return None
+        beyond = [
+            f"{measure.borrowed} of {measure.pool}"
+            for measure in self.teams
+            if measure.team == job.team and measure.pool in job.demand and measure.borrowed > 0
+        ]
+        if not beyond:
+            return None
+        return (
+            f"{job.team} is borrowing {' and '.join(beyond)} beyond its quota: when a lender needs its quota back, "
+            f"{job.team}'s jobs with the least progress are stopped first"
+        )
+
+    def estimate_for(self, job: Job) -> EstimatedStart | None:
+        """The pass's estimated start of a pending job it saw as it is (a job changed since, say
+        reprioritized, waits for the next pass's)."""
+        estimate = self.estimates.get(job.name)
+        if estimate is None or job.state is not JobState.PENDING or not self.current_for(job):
+            return None
+        return EstimatedStart(estimate.at, estimate.assumed, self.measured_at)
+
+
+def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:
+    """A pass's usage under the capacities configured now (an operator may have changed them since):
+    every configured pool, then the unconfigured ones the pass saw in use or awaited."""
+    measured = {usage.pool: usage for usage in report.pools}
+    names = [
+        *config.pools,
+        *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.head)),
+    ]
+    return [
+        PoolMeasure(
+            pool=pool,
+            capacity=config.capacity(pool),
+            in_use=measured[pool].in_use if pool in measured else 0,
+            head=measured[pool].head if pool in measured else None,
+        )
+        for pool in names
+    ]
