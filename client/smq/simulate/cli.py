@@ -108,15 +108,7 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def replay(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
-    config = config_of(args)
-    try:
-        check_pools(trace, config.pools)
-    except TraceError as exc:
-        raise SimulationUsageError(f"{args.trace} {exc}") from None
-    timing = Timing(args.start_s[0], args.start_s[1], args.pass_delay_s, args.seed)
-    names = list(PolicyName) if args.compare else [PolicyName(args.policy)]
-    results: dict[str, Result] = {str(name): simulate(trace, config, name, timing) for name in names}
+    config, results = simulate_args(args)
     print(metrics_table({name: result.metrics for name, result in results.items()}))
     teams = team_table({name: result.metrics for name, result in results.items()})
     if teams is not None:
@@ -130,6 +122,20 @@ def replay(args: argparse.Namespace) -> int:
                 print(f"smq simulate: gantt.png not drawn: {skipped}", file=sys.stderr)
         print(f"wrote metrics.json, timeline.csv and gantt.png under {args.out}")
     return EXIT_OK
+
+
+def simulate_args(args: argparse.Namespace) -> tuple[SchedulerConfig, dict[str, Result]]:
+    """The configuration and each policy's result for `smq simulate TRACE.jsonl [options]`: what
+    it prints and writes (tests/simulate/test_baseline.py replays through it)."""
+    trace = read_trace(args.trace)
+    config = config_of(args)
+    try:
+        check_pools(trace, config.pools)
+    except TraceError as exc:
+        raise SimulationUsageError(f"{args.trace} {exc}") from None
+    timing = Timing(args.start_s[0], args.start_s[1], args.pass_delay_s, args.seed)
+    names = list(PolicyName) if args.compare else [PolicyName(args.policy)]
+    return config, {str(name): simulate(trace, config, name, timing) for name in names}
 
 
 def read_trace(path: str) -> list[TraceJob]:

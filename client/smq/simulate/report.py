@@ -118,7 +118,7 @@ def write_outputs(directory: Path, result: Result, pools: Mapping[str, int], tit
     """metrics.json, timeline.csv and gantt.png in `directory`; returns why the chart was not
     drawn (matplotlib missing), None when it was."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "metrics.json").write_text(json.dumps(result.metrics, indent=2) + "\n")
+    (directory / "metrics.json").write_text(metrics_json(result.metrics))
     write_timeline(directory / "timeline.csv", result.segments)
     from smq.simulate.gantt import MissingPlotting, draw_gantt
 
@@ -127,6 +127,11 @@ def write_outputs(directory: Path, result: Result, pools: Mapping[str, int], tit
     except MissingPlotting as exc:
         return str(exc)
     return None
+
+
+def metrics_json(metrics: Mapping[str, Any]) -> str:
+    """The text of metrics.json."""
+    return json.dumps(metrics, indent=2) + "\n"
 
 
 def write_timeline(path: Path, segments: Sequence[Segment]) -> None:
