@@ -360,10 +360,17 @@ class LocalStack:
             logging.getLogger(name).setLevel(level)
 
 
+SESSION_TOKEN_VARIABLES = ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+
+
 @contextmanager
 def client_environment(stack: LocalStack) -> Iterator[None]:
-    """Point this process's AWS and smq clients at the stack for the duration of the block."""
-    saved = {key: os.environ.get(key) for key in stack.client_env}
+    """Point this process's AWS and smq clients at the stack for the duration of the block. A session
+    token from the environment goes too: beside the stack's keys it would make them temporary
+    credentials that moto's IAM check refuses."""
+    saved = {key: os.environ.get(key) for key in (*stack.client_env, *SESSION_TOKEN_VARIABLES)}
+    for key in SESSION_TOKEN_VARIABLES:
+        os.environ.pop(key, None)
     os.environ.update(stack.client_env)
     try:
         yield
