@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from smq_lambda.scheduling.preemption import candidate_order, is_reclaimable_by, select_targets
+from smq_lambda.scheduling.preemption import (
+    is_reclaimable_by,
+    least_progress_first,
+    preemption_order,
+    select_targets,
+)
 
 from .builders import G5, NOW, P5, queue
 
@@ -21,7 +26,7 @@ def test_candidates_are_ordered_backfill_priority_latest_start_name() -> None:
         .jobs
     )
 
-    ordered = [job.name for job in sorted(jobs, key=candidate_order)]
+    ordered = [job.name for job in sorted(jobs, key=preemption_order)]
 
     assert ordered == ["filler", "a-new", "c-new", "b-old", "mid"]
 
@@ -66,3 +71,24 @@ def test_targets_cover_every_short_pool_and_are_minimal() -> None:
     targets = select_targets({P5: 1, G5: 1}, candidates)
 
     assert targets is not None and [job.name for job in targets] == ["both"]
+
+
+def test_reclaim_takes_least_progress_first_and_only_eligible_candidates() -> None:
+    """The reclaim rule's key ignores priority; `eligible` stops taking from a team at its quota."""
+    candidates = (
+        queue()
+        .running("old-high", 9, started_at=NOW - timedelta(hours=3))
+        .running("new-low", 0, started_at=NOW - timedelta(hours=1))
+        .running("newest-capped", 0, started_at=NOW - timedelta(minutes=1))
+        .build()
+        .jobs
+    )
+
+    targets = select_targets(
+        {P5: 2},
+        candidates,
+        order=least_progress_first,
+        eligible=lambda job, _chosen: job.name != "newest-capped",
+    )
+
+    assert targets is not None and [job.name for job in targets] == ["new-low", "old-high"]

@@ -198,7 +198,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_quota_pass(case: Case) -> None:
+def test_pass_with_quotas(case: Case) -> None:
     snapshot = replace(case.queue.build(), team_usage=case.usage)
 
     actions = decide(snapshot, NOW, case.config)

@@ -56,11 +56,4 @@ class SsmConfigSource:
 
     def _config(self, value: Any, source: str) -> SchedulerConfig:
         document = parse_config_document(value, source=source)
-        return SchedulerConfig(
-            pools=document.pools,
-            unpooled=self._settings.unpooled,
-            backfill=self._settings.backfill,
-            teams=document.teams,
-            preemption=document.preemption,
-            aging=document.aging,
-        )
+        return SchedulerConfig.of(document, unpooled=self._settings.unpooled, backfill=self._settings.backfill)

@@ -1,8 +1,28 @@
-"""The per-pass ledger of instances per pool: what is held, what is on its way back, what is free.
+"""The per-pass ledger of instances, per pool and per team: held, on their way back, free, kept,
+reserved, borrowed and lent. Measured once from the snapshot at the start of a pass.
 
-A pass builds one ledger from the snapshot and updates it as it decides (a start takes instances, a
-preemption marks them as releasing), so later decisions in the same pass see earlier ones. The
-snapshot itself is never touched.
+A pass updates the ledger as it decides (a start or a wait takes instances, a preemption marks them
+as releasing), so later decisions in the same pass see earlier ones. The snapshot itself is never
+touched.
+
+Per pool:
+
+    used      = demand of live jobs (starting, running, preempting, stopping) + external usage
+                + instances taken in this pass (starts, and instances kept for waiting heads)
+    releasing = demand of jobs whose stop was sent (preempting, stopping), a subset of used
+    free      = capacity - used; may be negative when a pool shrank or outside jobs grew, and a
+                pool with no capacity limit (unpooled types under `unlimited`) is never short.
+
+Per team (a group of `domain.teams`: without quotas, every job is in the unassigned group, whose
+quota is the whole pool), a team's *claim* on a pool is what counts against its quota:
+
+    claim = held by its live jobs - on their way back + kept in this pass
+
+A team *borrows* in a pool while its live jobs hold more than its quota there (instances on their
+way back not counted: they are already being given back). Its *idle quota* is what its claim
+leaves of its quota; a team that lends lets other teams run on it, a team that reserves keeps it.
+The instances a team may count on in a pool are the free ones less the idle quota the other teams
+reserve (`available`).
 """
 
 from __future__ import annotations
@@ -12,22 +32,28 @@ from collections.abc import Iterable, Mapping
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
+from smq_lambda.domain.teams import held_in_pools, lent_by
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
 class Ledger:
-    """Instances per pool for one pass.
+    """Instances per pool and per (team, pool) for one pass."""
 
-    used      = demand of live jobs (starting, running, preempting, stopping) + external usage
-    releasing = demand of jobs whose stop was sent (preempting, stopping), a subset of used
-    free      = capacity - used; may be negative when a pool shrank or outside jobs grew, and a
-                pool with no capacity limit (unpooled types under `unlimited`) is never short.
-    """
-
-    def __init__(self, config: SchedulerConfig, used: Mapping[str, int], releasing: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        used: Mapping[str, int],
+        releasing: Mapping[str, int],
+        held: Mapping[tuple[str, str], int] | None = None,
+        held_releasing: Mapping[tuple[str, str], int] | None = None,
+    ) -> None:
         self._config = config
+        self._teams = config.teams
         self._used = Counter(used)
         self._releasing = Counter(releasing)
+        self._held = Counter(held or {})
+        self._held_releasing = Counter(held_releasing or {})
+        self._kept: Counter[tuple[str, str]] = Counter()
 
     @classmethod
     def measure(cls, snapshot: Snapshot, config: SchedulerConfig) -> Ledger:
@@ -38,7 +64,11 @@ class Ledger:
                 used.update(job.demand)
             if job.state in RELEASING_STATES:
                 releasing.update(job.demand)
-        return cls(config, used, releasing)
+        held = held_in_pools(snapshot.jobs, config.teams)
+        held_releasing = held_in_pools((job for job in snapshot.jobs if job.state in RELEASING_STATES), config.teams)
+        return cls(config, used, releasing, held, held_releasing)
+
+    # Pools
 
     def capacity(self, pool: str) -> int | None:
         return self._config.capacity(pool)
@@ -78,15 +108,91 @@ class Ledger:
             return 0
         return count - free - (self._releasing[pool] if counting_releasing else 0)
 
-    def take(self, demand: Mapping[str, int]) -> None:
-        """A start was decided: its instances are used from now on in this pass."""
-        self._used.update(demand)
+    # Teams
 
-    def claim_releasing(self, demand: Mapping[str, int]) -> None:
-        """A waiting job was promised instances on their way back: nobody else counts on them."""
-        self._releasing.subtract(demand)
+    def team(self, job: Job) -> str:
+        return self._teams.team_of(job.team)
+
+    def quota(self, team: str, pool: str) -> int | None:
+        return self._teams.quota(team, pool, self.capacity(pool))
+
+    def claim(self, team: str, pool: str) -> int:
+        return self._held[team, pool] - self._held_releasing[team, pool] + self._kept[team, pool]
+
+    def beyond_quota(self, team: str, demand: Mapping[str, int]) -> dict[str, int]:
+        """Per limited pool, the instances `demand` would put `team` beyond its quota."""
+        beyond = {}
+        for pool, count in demand.items():
+            quota = self.quota(team, pool)
+            if quota is not None and (over := self.claim(team, pool) + count - quota) > 0:
+                beyond[pool] = over
+        return beyond
+
+    def borrowing(self, team: str, pool: str) -> int:
+        """Instances `team`'s live jobs hold beyond its quota, not counting those already going back."""
+        quota = self.quota(team, pool)
+        if quota is None:
+            return 0
+        return max(self._held[team, pool] - self._held_releasing[team, pool] - quota, 0)
+
+    def idle(self, team: str, pool: str) -> int:
+        quota = self.quota(team, pool)
+        return 0 if quota is None else max(quota - self.claim(team, pool), 0)
+
+    def reserved(self, pool: str, *, besides: str) -> int:
+        """Idle quota of `pool` that teams other than `besides` keep for themselves (they do not lend)."""
+        return sum(
+            self.idle(team, pool)
+            for team in self._teams.names()
+            if team != besides and not self._teams.sharing(team).lends
+        )
+
+    def available(self, team: str, pool: str) -> int | None:
+        """Free instances of `pool` that `team` may use: the free ones less the idle quota other
+        teams reserve; None for a pool without a limit."""
+        free = self.free(pool)
+        return None if free is None else free - self.reserved(pool, besides=team)
+
+    def lenders(self, pool: str, count: int) -> list[tuple[str, int]]:
+        """Whose idle quota `count` more borrowed instances of `pool` run on: what `lent_by`
+        attributes with them, less what it attributed to the borrowing already counted."""
+        teams = self._teams.names()
+        idle = {team: self.idle(team, pool) for team in teams}
+        quotas = {team: self.quota(team, pool) or 0 for team in teams}
+        borrowed = sum(max(self.claim(team, pool) - quotas[team], 0) for team in teams)
+        before, after = lent_by(borrowed, idle, self._teams), lent_by(borrowed + count, idle, self._teams)
+        return [(team, after[team] - before.get(team, 0)) for team in after if after[team] > before.get(team, 0)]
+
+    def held_share(self, team: str) -> float:
+        """Instances the team holds over all pools, per instance of its quota."""
+        held = sum(count for (group, _), count in self._held.items() if group == team)
+        return held / self._teams.weight(team, self._config.pools)
+
+    # Decisions
+
+    def take(self, demand: Mapping[str, int], team: str | None = None) -> None:
+        """A start (or a wait) was decided: its instances are used from now on in this pass, and
+        count against `team`'s quota when one is named."""
+        self._used.update(demand)
+        if team is not None:
+            self._kept.update({(team, pool): count for pool, count in demand.items()})
+
+    def keep(self, team: str, demand: Mapping[str, int]) -> None:
+        """Keep for a waiting job of `team` the free instances it may use (never idle quota other
+        teams reserve) and, for the rest, instances on their way back, which nobody else counts on."""
+        from_free, from_releasing = {}, {}
+        for pool, need in demand.items():
+            available = self.available(team, pool)
+            if available is None:
+                continue
+            from_free[pool] = min(need, max(available, 0))
+            from_releasing[pool] = need - from_free[pool]
+        self._used.update(from_free)
+        self._releasing.subtract(from_releasing)
+        self._kept.update({(team, pool): count for pool, count in demand.items()})
 
     def release(self, jobs: Iterable[Job]) -> None:
         """Preemptions were decided: their instances count as on their way back."""
         for job in jobs:
             self._releasing.update(job.demand)
+            self._held_releasing.update({(self.team(job), pool): count for pool, count in job.demand.items()})

@@ -1,8 +1,9 @@
-"""What every kind of pass shares: the ledger, the actions decided so far, the live jobs still
-standing, and how a pass explains, skips and preempts."""
+"""What a pass builds up while it walks the pending jobs, and the verbs every phase uses on it:
+skip, admit, wait, explain, preempt. Dropped when the pass ends."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -18,7 +19,7 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
 class PassState:
-    """The state one pass builds up while it walks the pending jobs; dropped when the pass ends."""
+    """The ledger, the actions decided so far, the waiting heads and the live jobs still standing."""
 
     def __init__(
         self, snapshot: Snapshot, now: datetime, config: SchedulerConfig, ledger: Ledger, boosts: Mapping[str, Boost]
@@ -27,14 +28,26 @@ class PassState:
         self.config = config
         self.ledger = ledger
         self.boosts = boosts
+        self.team_usage = snapshot.team_usage
         self.actions: list[Action] = []
         self.heads: dict[str, Job] = {}
         """Per blocked pool, the first job that waits for it."""
+        self.team_heads: defaultdict[str, dict[str, Job]] = defaultdict(dict)
+        """Per team and pool, the team's first waiting job (without quotas, the one group's are `heads`)."""
+        self.stuck: set[str] = set()
+        """Pools where a waiting head has no room even by preemption: later jobs start there only by
+        backfill."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
 
+    @property
+    def quotas(self) -> bool:
+        """Team quotas are configured (else every job is in the unassigned group, which holds every pool)."""
+        return self.config.teams.enabled
+
     def skip(self, job: Job) -> bool:
-        """Jobs that cannot run now whatever the others do are explained and block nothing."""
+        """Jobs that cannot run now whatever the others do are explained and block nothing: larger
+        than their pool, in start backoff, or larger than their team may ever hold."""
         oversized = self.ledger.never_fits(job.demand)
         if oversized is not None:
             view = self.view(oversized, job.demand[oversized])
@@ -43,11 +56,55 @@ class PassState:
         if job.not_before is not None and job.not_before > self.now:
             self.explain(job, reasons.backoff(job.not_before, _refusal(job)))
             return True
+        return self._beyond_reach(job)
+
+    def _beyond_reach(self, job: Job) -> bool:
+        """A job larger than its team may ever hold (its quota, plus what it may borrow: up to its
+        borrow limit, never the quota of teams that reserve theirs). Without quotas the unassigned
+        group's reach is the whole pool, which `never_fits` checked."""
+        teams = self.config.teams
+        team = self.ledger.team(job)
+        sharing, limit = teams.sharing(team), teams.borrow_limit(team)
+        for pool, need in job.demand.items():
+            quota, capacity = self.ledger.quota(team, pool), self.config.capacity(pool)
+            if quota is None or capacity is None:
+                continue
+            reserved = sum(
+                teams.quota(other, pool, capacity) or 0
+                for other in teams.names()
+                if other != team and not teams.sharing(other).lends
+            )
+            reach = capacity - reserved
+            if not sharing.borrows:
+                reach = quota
+            elif limit is not None:
+                reach = min(reach, quota + limit)
+            if need > reach:
+                self.explain(job, quota_reasons.beyond_reach(team, pool, need, reach))
+                return True
         return False
 
     def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
+        """Start `job`: it takes its instances and holds back nothing."""
         self.actions.append(StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill))
-        self.ledger.take(job.demand)
+        team = self.ledger.team(job)
+        self.ledger.take(job.demand, team)
+        for pool in job.demand:
+            if self.team_heads[team].get(pool) is job:
+                del self.team_heads[team][pool]
+            if self.heads.get(pool) is job:
+                del self.heads[pool]
+
+    def wait(self, job: Job) -> None:
+        """`job` waits: it heads every limited pool (of the pool and of its team) not yet headed."""
+        team = self.ledger.team(job)
+        for pool in limited(job.demand, self.ledger):
+            self.team_heads[team].setdefault(pool, job)
+            self.heads.setdefault(pool, job)
+
+    def is_first(self, job: Job) -> bool:
+        """`job` is the first waiting job of one of its pools: only its reason is written."""
+        return any(self.heads.get(pool) is job for pool in job.demand)
 
     def explain(self, job: Job, reason: str) -> None:
         reason = self._aged(job, reason)
@@ -98,6 +155,20 @@ class PassState:
             for pool, count in job.demand.items()
             if (missing := self.ledger.shortfall(pool, count, counting_releasing=True)) > 0
         }
+
+    def lack(self, job: Job, *, counting_releasing: bool = False) -> dict[str, int]:
+        """Per pool short of it, instances `job` lacks beyond those its team may use (`Ledger.available`),
+        and beyond those on their way back when `counting_releasing`."""
+        team = self.ledger.team(job)
+        lack = {}
+        for pool, need in job.demand.items():
+            available = self.ledger.available(team, pool)
+            if available is None:
+                continue
+            releasing = self.ledger.releasing(pool) if counting_releasing else 0
+            if (missing := need - available - releasing) > 0:
+                lack[pool] = missing
+        return lack
 
     def view(self, pool: str, need: int) -> PoolView:
         return PoolView(pool, need, self.ledger.free(pool), self.ledger.capacity(pool), self.ledger.releasing(pool))

@@ -1,25 +1,31 @@
-"""Who may be stopped to make room for a waiting head, and the smallest set that makes the room.
+"""Who may be stopped to make room for a waiting job, and the smallest set that makes the room.
 
-Preemption candidates are ordered by, in turn:
+One selection serves every rule that stops jobs: priority preemption, the reclaim of borrowed
+capacity, and the reclaim of backfilled jobs. Each rule names its candidates and orders them by a
+key of its own:
 
-1. backfilled jobs first: they run on instances a job ahead of them was only lent out;
-2. lowest priority first;
-3. least work lost first: the latest start of the current attempt (its freshest progress);
-4. name, so equal candidates always come out in the same order.
-
-Jobs that ran less than the minimum runtime, or were preempted `max_preemptions` times already, are
-protected from preemption for priority (see `protection`); a backfilled job reclaimed by a job ahead
-of it and a job borrowing another team's quota are never protected: they ran on lent capacity.
+* `preemption_order` (priority preemption, and backfilled jobs reclaimed by a job ahead of them):
+  1. backfilled jobs first: they run on instances a job ahead of them was only lent out;
+  2. lowest priority first;
+  3. least work lost first (`least_progress_first`): the latest start of the current attempt;
+  4. name, so equal candidates always come out in the same order.
+* `least_progress_first` alone (reclaim): borrowers lose the least work first, whatever their
+  priority, and no team is taken below its quota (the rule's `eligible`).
 
 Candidates are taken in that order until every short pool is covered, then the chosen ones are
 walked in reverse and any whose removal still leaves every pool covered is dropped (Kueue's
 add-back step), so the result is minimal: removing any one target leaves a pool short.
+
+Jobs that ran less than the minimum runtime, or were preempted `max_preemptions` times already, are
+protected from preemption for priority (see `protection`); a backfilled job reclaimed by a job ahead
+of it and a job borrowing another team's quota are never protected: they ran on lent capacity.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
@@ -53,11 +59,16 @@ def _duration(seconds: int) -> str:
     return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
 
 
-def candidate_order(job: Job) -> tuple[bool, int, float, str]:
-    """The numbered criteria of the module docstring as one sort key."""
+def least_progress_first(job: Job) -> tuple[float, str]:
+    """The latest start of the current attempt first (its freshest progress), then name."""
     attempt = job.current_attempt
     started = attempt.started_at.timestamp() if attempt is not None else float("-inf")
-    return (not job.is_backfill, job.priority, -started, job.name)
+    return (-started, job.name)
+
+
+def preemption_order(job: Job) -> tuple[bool, int, float, str]:
+    """Backfilled jobs first, then lowest priority, then `least_progress_first`."""
+    return (not job.is_backfill, job.priority, *least_progress_first(job))
 
 
 def covers(jobs: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
@@ -69,17 +80,23 @@ def covers(jobs: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
     return all(freed[pool] >= missing for pool, missing in shortfall.items())
 
 
-def select_targets(shortfall: Mapping[str, int], candidates: Iterable[Job]) -> Sequence[Job] | None:
-    """The minimal set of candidates, in candidate order, that covers `shortfall`; None when even
-    all of them together would not (then nothing is worth stopping)."""
-    useful = sorted(
-        (job for job in candidates if any(job.demand.get(pool, 0) for pool in shortfall)), key=candidate_order
-    )
+def select_targets(
+    shortfall: Mapping[str, int],
+    candidates: Iterable[Job],
+    order: Callable[[Job], Any] = preemption_order,
+    eligible: Callable[[Job, Sequence[Job]], bool] = lambda _job, _chosen: True,
+) -> Sequence[Job] | None:
+    """The minimal set of candidates, taken in `order`, that covers `shortfall`; None when even
+    all of them together would not (then nothing is worth stopping). `eligible`: whether a
+    candidate may still be taken beside those already chosen (a reclaim takes no team below its
+    quota)."""
+    useful = sorted((job for job in candidates if any(job.demand.get(pool, 0) for pool in shortfall)), key=order)
     chosen: list[Job] = []
     for job in useful:
         if covers(chosen, shortfall):
             break
-        chosen.append(job)
+        if eligible(job, chosen):
+            chosen.append(job)
     return minimal(chosen, shortfall)
 
 

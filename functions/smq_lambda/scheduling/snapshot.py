@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
+from smq_lambda.domain.config_document import QueueConfigDocument
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Aging, PreemptionRules, Teams
 
 
 class UnpooledPolicy(StrEnum):
@@ -18,16 +18,21 @@ class UnpooledPolicy(StrEnum):
 
 
 @dataclass(frozen=True)
-class SchedulerConfig:
-    """Settings of a pass. `pools`, `teams`, `preemption` and `aging` come from the configuration
-    document, hot-reloaded from SSM; the defaults are the queue without teams."""
+class SchedulerConfig(QueueConfigDocument):
+    """What a pass reads: the configuration document itself (pools, teams, preemption and aging
+    rules; hot-reloaded from SSM) and the two deployment settings beside it. The defaults are the
+    queue without teams."""
 
-    pools: Mapping[str, int]
     unpooled: UnpooledPolicy = UnpooledPolicy.REJECT
     backfill: bool = False
-    teams: Teams = field(default_factory=Teams)
-    preemption: PreemptionRules = field(default_factory=PreemptionRules)
-    aging: Aging = field(default_factory=Aging)
+
+    @classmethod
+    def of(
+        cls, document: QueueConfigDocument, *, unpooled: UnpooledPolicy = UnpooledPolicy.REJECT, backfill: bool = False
+    ) -> SchedulerConfig:
+        """`document` as a pass reads it, with the deployment settings."""
+        parsed = {part.name: getattr(document, part.name) for part in fields(document)}
+        return cls(**parsed, unpooled=unpooled, backfill=backfill)
 
     def capacity(self, pool: str) -> int | None:
         """Instances the pool holds; `None` means unlimited (an unpooled type under `unlimited`)."""
@@ -46,5 +51,5 @@ class Snapshot:
     jobs: tuple[Job, ...]
     external_usage: Mapping[str, int] = field(default_factory=dict)
     team_usage: Mapping[str, float] = field(default_factory=dict)
-    """Each team's decayed past use in instance-seconds (see `domain.teams.decayed_usage`): the
+    """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`): the
     fair share among teams that want to borrow."""

@@ -1,0 +1,95 @@
+"""Phase 4 of a pass (with quotas): borrow, then priority inside a team.
+
+The first job of each team that would exceed its quota is decided here, after every job within a
+quota, teams taken in fair-share order: the smallest decayed usage per instance of quota first
+(Kueue's admission fair sharing, AWS Batch's share decay; `domain.teams.decay_usage`), then the
+smallest share held now.
+
+* **Borrow.** It starts when its team lends and borrows, stays within its borrow limit, and the
+  instances its team may use (free, less the idle quota of teams that reserve theirs) cover it.
+* **Priority inside a team.** Else it stops lower-priority jobs *of its own team* (the priority
+  rule, with the preemption rules' protection; phase 5's victim selection): as many as it lacks
+  when its team may go on borrowing what it holds (a swap inside the team), else enough to get back
+  within its quota, reclaiming from borrowers whatever its quota still lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from smq_lambda.domain.model import Job
+from smq_lambda.scheduling import quota_reasons
+from smq_lambda.scheduling.admission import admit_or_make_room
+from smq_lambda.scheduling.nomination import make_room_within_quota
+from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling.preemption import select_targets
+
+
+def by_fair_share(state: PassState, borrowers: Sequence[Job]) -> list[Job]:
+    def share(job: Job) -> tuple[float, float, tuple[int, datetime, str]]:
+        team = state.ledger.team(job)
+        weight = state.config.teams.weight(team, state.config.pools)
+        return (state.team_usage.get(team, 0.0) / weight, state.ledger.held_share(team), job.order)
+
+    return sorted(borrowers, key=share)
+
+
+def borrow(state: PassState, job: Job) -> None:
+    """Decide a team's first job beyond its quota."""
+    team = state.ledger.team(job)
+    beyond = state.ledger.beyond_quota(team, job.demand)
+    if not beyond:  # reclaims decided for earlier borrowers brought its team back within its quota
+        admit_or_make_room(state, job)
+        return
+    why_not = _why_not_borrow(state, job, beyond)
+    if why_not is None:
+        borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
+        lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
+        state.admit(job, reason=quota_reasons.borrowing(team, borrowed, lenders))
+        return
+    candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
+    room = _own_room(state, job, beyond)
+    own = select_targets(room, candidates)
+    if own is None:
+        state.explain(job, quota_reasons.at_quota(team, beyond, why_not, protected))
+        return
+    state.preempt(
+        own,
+        job,
+        lambda target: quota_reasons.preempted_in_team(team, job.name, job.priority, target.priority, beyond),
+    )
+    make_room_within_quota(state, job, released_for_it=room)
+
+
+def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> dict[str, int]:
+    """What `job`'s own team must stop for it: a team that may go on borrowing what it holds
+    swaps jobs (the instances `job` lacks); any other gets back within its quota."""
+    team = state.ledger.team(job)
+    limit = state.config.teams.borrow_limit(team)
+    if not state.config.teams.sharing(team).borrows or (
+        limit is not None and any(over > limit for over in beyond.values())
+    ):
+        return dict(beyond)
+    return state.lack(job)
+
+
+def _why_not_borrow(state: PassState, job: Job, beyond: Mapping[str, int]) -> str | None:
+    team = state.ledger.team(job)
+    sharing = state.config.teams.sharing(team)
+    if not sharing.borrows:
+        return f"its sharing is {sharing.value}"
+    limit = state.config.teams.borrow_limit(team)
+    if limit is not None:
+        for pool, over in beyond.items():
+            if over > limit:
+                return f"it would borrow {over} of {pool}, its borrow limit is {limit}"
+    for pool, need in job.demand.items():
+        free, available = state.ledger.free(pool), state.ledger.available(team, pool)
+        if free is None or available is None:
+            continue
+        if need > available:
+            reserved = free - available
+            kept = f", {reserved} of them idle quota that other teams reserve" if reserved else ""
+            return f"{max(free, 0)} {pool} free{kept}"
+    return None
