@@ -177,6 +177,22 @@ CASES = [
         ["preempt a1 for a2", "wait a2"],
     ),
     Case(
+        "a team that may not borrow counts its stops in flight: it waits, not on another team's idle quota",
+        quotas(6, a=(3, LEND), b=3, preemption=PreemptionRules()),
+        queue().running("a1", team="a").running("a2", team="a").preempting("a3", team="a").pending("a4", 5, team="a"),
+        ["wait a4"],
+    ),
+    Case(
+        "a reserving team's stops in flight cover its head: nothing more of it is stopped",
+        quotas(6, a=(3, RESERVE), b=3, preemption=PreemptionRules()),
+        queue()
+        .running("a1", team="a")
+        .running("a2", team="a")
+        .preempting("a3", team="a")
+        .pending("a4", 5, needs={P5: 2}, team="a"),
+        ["preempt a2 for a4", "wait a4"],
+    ),
+    Case(
         "jobs of no known team use the remainder, then borrow idle quota",
         quotas(3, a=1),
         queue().pending("u1").pending("u2", team="nobody").pending("u3"),

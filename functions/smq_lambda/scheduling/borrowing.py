@@ -49,7 +49,7 @@ def borrow(state: PassState, job: Job) -> None:
         state.admit(job, reason=quota_reasons.borrowing(team, borrowed, lenders))
         return
     candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
-    room = _own_room(state, job, beyond)
+    room, waits = _own_room(state, job, beyond)
     own = select_targets(room, candidates)
     if own is None:
         state.explain(job, quota_reasons.at_quota(team, beyond, why_not, protected))
@@ -59,19 +59,24 @@ def borrow(state: PassState, job: Job) -> None:
         job,
         lambda target: quota_reasons.preempted_in_team(team, job.name, job.priority, target.priority, beyond),
     )
-    make_room_within_quota(state, job, released_for_it=room)
+    make_room_within_quota(state, job, released_for_it=waits)
 
 
-def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> dict[str, int]:
-    """What `job`'s own team must stop for it: a team that may go on borrowing what it holds
-    swaps jobs (the instances `job` lacks); any other gets back within its quota."""
+def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """What `job`'s own team must stop for it, and what it then waits for its team to give back.
+    A team that may go on borrowing what it holds swaps jobs (the instances `job` lacks); any other
+    gets back within its quota, its own stops in flight counted (a team that may not borrow counts
+    them against its quota until they land: `Ledger.claim`)."""
     team = state.ledger.team(job)
-    limit = state.config.teams.borrow_limit(team)
-    if not state.config.teams.sharing(team).borrows or (
-        limit is not None and any(over > limit for over in beyond.values())
-    ):
-        return dict(beyond)
-    return state.lack(job)
+    sharing, limit = state.config.teams.sharing(team), state.config.teams.borrow_limit(team)
+    if not sharing.borrows:
+        room = {pool: over - state.ledger.releasing_of(team, pool) for pool, over in beyond.items()}
+        waits = {pool: min(over, job.demand[pool]) for pool, over in beyond.items()}
+        return {pool: n for pool, n in room.items() if n > 0}, waits
+    if limit is not None and any(over > limit for over in beyond.values()):
+        return dict(beyond), dict(beyond)
+    lack = state.lack(job)
+    return lack, lack
 
 
 def _why_not_borrow(state: PassState, job: Job, beyond: Mapping[str, int]) -> str | None:

@@ -18,6 +18,9 @@ quota is the whole pool), a team's *claim* on a pool is what counts against its 
 
     claim = held by its live jobs - on their way back + kept in this pass
 
+except that a team that may not borrow (`lend`, `reserve`) counts its jobs on their way back until
+their instances are given back: it never holds more than its quota, stops in flight included.
+
 A team *borrows* in a pool while its live jobs hold more than its quota there (instances on their
 way back not counted: they are already being given back). Its *idle quota* is what its claim
 leaves of its quota; a team that lends lets other teams run on it, a team that reserves keeps it.
@@ -117,7 +120,14 @@ class Ledger:
         return self._teams.quota(team, pool, self.capacity(pool))
 
     def claim(self, team: str, pool: str) -> int:
-        return self._held[team, pool] - self._held_releasing[team, pool] + self._kept[team, pool]
+        """What counts against `team`'s quota: a team that may not borrow counts its stops in flight
+        until their instances are given back, so it never holds more than its quota."""
+        releasing = self._held_releasing[team, pool] if self._teams.sharing(team).borrows else 0
+        return self._held[team, pool] - releasing + self._kept[team, pool]
+
+    def releasing_of(self, team: str, pool: str) -> int:
+        """Instances of `pool` `team`'s stopping jobs are giving back."""
+        return self._held_releasing[team, pool]
 
     def beyond_quota(self, team: str, demand: Mapping[str, int]) -> dict[str, int]:
         """Per limited pool, the instances `demand` would put `team` beyond its quota."""
