@@ -193,6 +193,44 @@ CASES = [
         ["preempt a2 for a4", "wait a4"],
     ),
     Case(
+        "backfill within quota: a team's small job starts beside its head that cannot borrow",
+        replace(quotas(4, a=(2, LEND), b=2), backfill=True),
+        queue().running("a1", team="a").pending("a2", needs={P5: 2}, team="a").pending("a3", team="a"),
+        ["wait a2", "start a3 (backfill)"],
+    ),
+    Case(
+        "backfill off: the same small job waits behind its team's head",
+        quotas(4, a=(2, LEND), b=2),
+        queue().running("a1", team="a").pending("a2", needs={P5: 2}, team="a").pending("a3", team="a"),
+        ["wait a2"],
+    ),
+    Case(
+        "backfill beyond the quota only as borrowing: a team that lends only does not",
+        replace(quotas(4, a=(2, LEND), b=2), backfill=True),
+        queue()
+        .running("a1", team="a")
+        .running("a2", team="a")
+        .pending("a3", 5, needs={P5: 2}, team="a")
+        .pending("a4", 5, team="a"),
+        ["preempt a2 for a3", "preempt a1 for a3", "wait a3"],
+    ),
+    Case(
+        "backfill beyond the quota as borrowing, after the borrowers",
+        replace(quotas(5, a=1, b=4), backfill=True),
+        queue()
+        .running("a1", team="a")
+        .pending("a2", needs={P5: 5}, team="a")
+        .pending("a3", team="a")
+        .pending("b1", needs={P5: 2}, team="b"),
+        ["start b1", "wait a2", "start a3 (backfill)"],
+    ),
+    Case(
+        "backfilled job of a team is the first its head stops",
+        quotas(3, a=(2, LEND), b=1),
+        queue().running("a1", team="a").running("a3", team="a", backfill=True).pending("a2", 5, team="a"),
+        ["preempt a3 for a2", "wait a2"],
+    ),
+    Case(
         "jobs of no known team use the remainder, then borrow idle quota",
         quotas(3, a=1),
         queue().pending("u1").pending("u2", team="nobody").pending("u3"),
@@ -282,3 +320,17 @@ def test_a_borrowers_reason_names_only_the_instances_it_borrows_and_whose_they_a
     actions = decide(queue().running("u1").pending("u2").build(), NOW, config)
 
     assert reasons_of(actions, StartJob)["u2"].startswith(f"borrowing 1 of b's {P5} idle quota")
+
+
+def test_a_backfilled_job_of_a_team_names_its_quota_and_its_head() -> None:
+    config = replace(quotas(4, a=(2, LEND), b=2), backfill=True)
+    actions = decide(
+        queue().running("a1", team="a").pending("a2", needs={P5: 2}, team="a").pending("a3", team="a").build(),
+        NOW,
+        config,
+    )
+
+    assert reasons_of(actions, StartJob)["a3"] == (
+        f"backfill within a's quota: needs 1, a uses 1 of its quota of 2 {P5}; 3 of 4 free; a's head a2 waits; "
+        f"stopped first when it can start"
+    )

@@ -43,7 +43,8 @@ def quota_configs(draw: st.DrawFn) -> SchedulerConfig:
         sharing = draw(st.sampled_from(list(Sharing)))
         quotas[team] = Quota({P5: share}, sharing, limit if sharing is Sharing.LEND_AND_BORROW else None)
     rules = draw(st.sampled_from([PreemptionRules(), QUOTA_PREEMPTION_DEFAULTS]))
-    return SchedulerConfig(pools={P5: capacity}, teams=Teams(quotas=quotas), preemption=rules)
+    backfill = draw(st.booleans())
+    return SchedulerConfig(pools={P5: capacity}, teams=Teams(quotas=quotas), preemption=rules, backfill=backfill)
 
 
 @st.composite

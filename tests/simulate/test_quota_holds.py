@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -60,11 +61,14 @@ def most_held(segments: Sequence[Any], team: str) -> int:
     return most
 
 
-@given(workloads(), st.integers(min_value=0, max_value=3))
-def test_a_team_that_may_not_borrow_never_holds_more_than_its_quota(trace: list[dict[str, Any]], seed: int) -> None:
+@given(workloads(), st.integers(min_value=0, max_value=3), st.booleans())
+def test_a_team_that_may_not_borrow_never_holds_more_than_its_quota(
+    trace: list[dict[str, Any]], seed: int, backfill: bool
+) -> None:
     jobs = parse_trace(json.dumps(line) for line in trace)
+    config = replace(CONFIG, backfill=backfill)
 
-    result = simulate(jobs, CONFIG, timing=Timing(start_min_s=30, start_max_s=120, seed=seed))
+    result = simulate(jobs, config, timing=Timing(start_min_s=30, start_max_s=120, seed=seed))
 
     held = {team: most_held(result.segments, team) for team in MAY_NOT_BORROW}
     assert all(held[team] <= quota for team, quota in MAY_NOT_BORROW.items()), held

@@ -273,7 +273,7 @@ def test_real_template_environment_is_the_contracts(function: str) -> None:
     assert environment["SMQ_ALLOWED_ROLE_ARNS"] == REQUIRED_PARAMETERS["AllowedRoleArns"]
     assert (environment["SMQ_UNPOOLED"], environment["SMQ_BACKFILL"], environment["SMQ_FINISHED_TTL_DAYS"]) == (
         "reject",
-        "false",
+        "true",
         "30",
     )
     assert (environment["SMQ_ADMIN_PRINCIPALS"], environment["POWERTOOLS_SERVICE_NAME"]) == ("", "smq")

@@ -52,7 +52,12 @@ def register_local_commands(subparsers: Any) -> None:
         help="the SAM template to build the stack from (default: the template.yaml smq ships)",
     )
     up.add_argument("--stop-grace", type=float, default=120.0, metavar="SECONDS", help="SIGTERM to SIGKILL")
-    up.add_argument("--backfill", action="store_true", help="let smaller jobs use instances a waiting head cannot")
+    up.add_argument(
+        "--backfill",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="let smaller jobs use instances a waiting head cannot (default on)",
+    )
     up.add_argument("--verbose", action="store_true", help="print the handlers' logs and metrics")
     up.add_argument(
         "--policy",

@@ -55,7 +55,7 @@ class LocalStackOptions:
     api_port: int = 0
     stop_grace_seconds: float = 120.0
     unpooled: str = "reject"
-    backfill: bool = False
+    backfill: bool = True
     reconcile_every_seconds: float | None = 30.0
     chaos: Chaos | None = None
     """Misdelivery of the SageMaker state changes on their way to the scheduler queue."""

@@ -46,7 +46,7 @@ def register_simulate_command(subparsers: Any) -> None:
     parser.add_argument("kind", nargs="?", help=f"generate only: the workload ({', '.join(GENERATORS)})")
     parser.add_argument("--policy", choices=[str(name) for name in PolicyName], default=str(PolicyName.SMQ))
     parser.add_argument("--compare", action="store_true", help="run every policy and print them side by side")
-    parser.add_argument("--backfill", choices=("on", "off"), default="off", help="smq's backfill (default off)")
+    parser.add_argument("--backfill", choices=("on", "off"), default="on", help="smq's backfill (default on)")
     parser.add_argument(
         "--capacity", action="append", default=[], metavar="TYPE=N", type=pool_capacity, help="a pool, repeatable"
     )
@@ -162,13 +162,7 @@ def config_of(args: argparse.Namespace) -> SchedulerConfig:
             raise SimulationUsageError(str(exc)) from None
     if not document.pools:
         raise SimulationUsageError("no pools: give --config FILE.json or --capacity TYPE=N")
-    return SchedulerConfig(
-        pools=document.pools,
-        backfill=args.backfill == "on",
-        teams=document.teams,
-        preemption=document.preemption,
-        aging=document.aging,
-    )
+    return SchedulerConfig.of(document, backfill=args.backfill == "on")
 
 
 def read_config(path: Path) -> QueueConfigDocument:

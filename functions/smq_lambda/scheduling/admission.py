@@ -11,37 +11,50 @@ phases decides for it, in the same walk so that later jobs see what was decided:
 * beyond its team's quota (with quotas): it waits for phase 4 (`borrowing`);
 * within its quota, or without quotas, but short of free instances: phase 5 (`nomination`) makes
   room for it, by reclaim or priority preemption;
-* behind a waiting head of its pools: phase 6 (`backfill`).
+* behind a waiting head of its pools: phase 6 (`backfill`), at once without quotas, after the
+  borrowers with quotas (a team's head may yet borrow the free instances).
 """
 
 from __future__ import annotations
+
+from enum import Enum
 
 from smq_lambda.domain.model import Job
 from smq_lambda.scheduling import backfill, nomination, quota_reasons, reasons
 from smq_lambda.scheduling.pass_state import PassState
 
 
-def admit_within_quota(state: PassState, job: Job) -> bool:
-    """Decide `job`, or leave it to the borrowing phase: True when it is its team's first job
-    beyond its quota."""
+class Later(Enum):
+    """The phase that decides a job the walk leaves undecided (with quotas)."""
+
+    BORROW = "borrow"
+    """Its team's first job beyond its quota: phase 4, after every job within a quota."""
+    BACKFILL = "backfill"
+    """Behind its team's waiting head: phase 6, after the borrowers."""
+
+
+def admit_within_quota(state: PassState, job: Job) -> Later | None:
+    """Decide `job`, or name the later phase that will."""
     if state.skip(job):
-        return False
+        return None
     team = state.ledger.team(job)
     blocked = [pool for pool in job.demand if pool in state.team_heads[team]]
+    if blocked and state.quotas:
+        return Later.BACKFILL if state.config.backfill else None
     if blocked:
         backfill.behind_head(state, job, blocked)
-        return False
+        return None
     if not state.quotas:
         if state.ledger.fits(job.demand):
             state.admit(job, reason=reasons.fits(state.views(job.demand)))
         else:
             nomination.preempt_for_head(state, job)
-        return False
+        return None
     state.wait(job)
     if state.ledger.beyond_quota(team, job.demand):
-        return True
+        return Later.BORROW
     admit_or_make_room(state, job)
-    return False
+    return None
 
 
 def admit_or_make_room(state: PassState, job: Job) -> None:

@@ -5,8 +5,13 @@ backfill. Without quotas, where the heads of its pools have their room (by preem
 flight, kept for them), it claims room of its own as they did (phase 5), or, with backfill on,
 starts beside the instances kept for them; where a head is stuck, with backfill on, it starts on
 the instances the head cannot use yet (or stops the jobs it outranks to get them), and is reclaimed
-first when the head can start. With quotas, a team's first waiting job holds back its later jobs
-in that pool.
+first when the head can start.
+
+With quotas, a team's first waiting job holds back its later jobs in that pool; with backfill on,
+after the borrowers (phase 4), a later job starts beside its team's waiting heads when the
+instances its team may use cover it now (nothing is stopped for it), inside its team's quota, or
+beyond it only as borrowing under the borrowing rules. It is the first its team stops when a head
+needs the room, and a borrowing one is reclaimed as any borrower.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import nomination, reasons
+from smq_lambda.scheduling import nomination, quota_reasons, reasons
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
@@ -54,3 +59,23 @@ def _make_room_to_backfill(state: PassState, job: Job, head: Job) -> None:
         return
     state.explain(job, reasons.backfill_awaiting_release(state.views(job.demand), head.name))
     state.ledger.take(job.demand)
+
+
+def backfill_within_quota(state: PassState, job: Job) -> None:
+    """With quotas: start `job`, behind its team's waiting heads, on the instances its team may use
+    now, inside its team's quota or as borrowing; else it waits, its reason computed on read."""
+    team = state.ledger.team(job)
+    heads = [state.team_heads[team][pool] for pool in job.demand if pool in state.team_heads[team]]
+    if not heads or state.lack(job):
+        return
+    beyond = state.ledger.beyond_quota(team, job.demand)
+    if beyond and state.why_not_borrow(job, beyond) is not None:
+        return
+    if beyond:
+        borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
+        lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
+        reason = quota_reasons.backfill_borrowing(team, borrowed, lenders, heads[0].name)
+    else:
+        quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
+        reason = quota_reasons.backfill_within_quota(team, state.views(job.demand), quotas, heads[0].name)
+    state.admit(job, backfill=True, reason=reason)

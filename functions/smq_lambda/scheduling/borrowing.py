@@ -42,7 +42,7 @@ def borrow(state: PassState, job: Job) -> None:
     if not beyond:  # reclaims decided for earlier borrowers brought its team back within its quota
         admit_or_make_room(state, job)
         return
-    why_not = _why_not_borrow(state, job, beyond)
+    why_not = state.why_not_borrow(job, beyond)
     if why_not is None:
         borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
         lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
@@ -77,24 +77,3 @@ def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[di
         return dict(beyond), dict(beyond)
     lack = state.lack(job)
     return lack, lack
-
-
-def _why_not_borrow(state: PassState, job: Job, beyond: Mapping[str, int]) -> str | None:
-    team = state.ledger.team(job)
-    sharing = state.config.teams.sharing(team)
-    if not sharing.borrows:
-        return f"its sharing is {sharing.value}"
-    limit = state.config.teams.borrow_limit(team)
-    if limit is not None:
-        for pool, over in beyond.items():
-            if over > limit:
-                return f"it would borrow {over} of {pool}, its borrow limit is {limit}"
-    for pool, need in job.demand.items():
-        free, available = state.ledger.free(pool), state.ledger.available(team, pool)
-        if free is None or available is None:
-            continue
-        if need > available:
-            reserved = free - available
-            kept = f", {reserved} of them idle quota that other teams reserve" if reserved else ""
-            return f"{max(free, 0)} {pool} free{kept}"
-    return None

@@ -13,13 +13,15 @@ A pass is a short list of named phases, each a module with its rule in its docst
 5. **nominate preemptions and reclaims** (`nomination`) for a head that lacks instances: priority
    preemption, and reclaim of borrowed capacity, through one victim selection (`preemption`);
 6. **backfill** where allowed (`backfill`): later jobs on instances a waiting head cannot use yet;
+   with quotas, inside the team's own quota (beyond it, only as borrowing), after the borrowers;
 7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`).
    A job that merely waits behind a head gets none: its position and "N jobs ahead" change with
    every job that starts or arrives, so they are computed when someone reads the job
    (`reasons.queued`), never written to every waiting job on every pass.
 
-Phases 5 and 6 run for a job as soon as phase 3 leaves it waiting, so later decisions see earlier
-ones: a start takes its instances, a preemption counts as releasing, a wait keeps its room. Actions
+Phase 5 runs for a job as soon as phase 3 or 4 leaves it waiting, and so does phase 6 without
+quotas (with quotas it runs after the borrowers, who may yet take the free instances), so later
+decisions see earlier ones: a start takes its instances, a preemption counts as releasing, a wait keeps its room. Actions
 come out in the order they were decided (the starts, stops and wait of one job together).
 
 A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
@@ -38,8 +40,9 @@ from datetime import datetime
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.actions import Action
-from smq_lambda.scheduling.admission import admit_within_quota
+from smq_lambda.scheduling.admission import Later, admit_within_quota
 from smq_lambda.scheduling.aging import Boost, aged
+from smq_lambda.scheduling.backfill import backfill_within_quota
 from smq_lambda.scheduling.borrowing import borrow, by_fair_share
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.pass_state import PassState
@@ -64,9 +67,12 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> D
     ledger = Ledger.measure(snapshot, config)
     pending, boosts = order_heads(snapshot, now, config)
     state = PassState(snapshot, now, config, ledger, boosts)
-    borrowers = [job for job in pending if admit_within_quota(state, job)]
-    for job in by_fair_share(state, borrowers):
+    later = {job.name: admit_within_quota(state, job) for job in pending}
+    for job in by_fair_share(state, [job for job in pending if later[job.name] is Later.BORROW]):
         borrow(state, job)
+    for job in pending:
+        if later[job.name] is Later.BACKFILL:
+            backfill_within_quota(state, job)
     return Decision(state.actions, {pool: job.name for pool, job in state.heads.items()})
 
 

@@ -170,6 +170,29 @@ class PassState:
                 lack[pool] = missing
         return lack
 
+    def why_not_borrow(self, job: Job, beyond: Mapping[str, int]) -> str | None:
+        """The borrowing rule (phases 4 and 6): why `job`, `beyond` its team's quota, may not
+        borrow; None when it may (its team borrows, within its borrow limit, and the instances its
+        team may use cover it)."""
+        team = self.ledger.team(job)
+        sharing = self.config.teams.sharing(team)
+        if not sharing.borrows:
+            return f"its sharing is {sharing.value}"
+        limit = self.config.teams.borrow_limit(team)
+        if limit is not None:
+            for pool, over in beyond.items():
+                if over > limit:
+                    return f"it would borrow {over} of {pool}, its borrow limit is {limit}"
+        for pool, need in job.demand.items():
+            free, available = self.ledger.free(pool), self.ledger.available(team, pool)
+            if free is None or available is None:
+                continue
+            if need > available:
+                reserved = free - available
+                kept = f", {reserved} of them idle quota that other teams reserve" if reserved else ""
+                return f"{max(free, 0)} {pool} free{kept}"
+        return None
+
     def view(self, pool: str, need: int) -> PoolView:
         return PoolView(pool, need, self.ledger.free(pool), self.ledger.capacity(pool), self.ledger.releasing(pool))
 

@@ -37,6 +37,26 @@ def within_quota(team: str, views: Sequence[PoolView], quotas: Mapping[str, tupl
     return f"within {possessive(team)} quota: " + "; ".join(parts)
 
 
+def backfill_within_quota(
+    team: str, views: Sequence[PoolView], quotas: Mapping[str, tuple[int, int]], head: str
+) -> str:
+    """`quotas`: per pool, (the team's claim before this job, its quota)."""
+    within = within_quota(team, views, quotas).removeprefix(f"within {possessive(team)} quota: ")
+    return (
+        f"backfill within {possessive(team)} quota: {within}; {named(team)}'s head {head} waits; stopped first "
+        f"when it can start"
+    )
+
+
+def backfill_borrowing(
+    team: str, beyond: Mapping[str, int], lenders: Mapping[str, Sequence[tuple[str, int]]], head: str
+) -> str:
+    return (
+        f"backfill, {borrowing(team, beyond, lenders).removesuffix('; stopped first when the lender needs it back')}; "
+        f"{named(team)}'s head {head} waits; stopped first when it can start or the lender needs it back"
+    )
+
+
 def awaiting_release(team: str, waits: Mapping[str, int]) -> str:
     return f"within {possessive(team)} quota; waiting for {_instances(waits)} being released by stopping jobs"
 
