@@ -6,7 +6,8 @@ its pools. Without quotas every job is in the unassigned group, whose quota is t
 the rule reads: a job starts when it fits and no job ahead of it waits for its pools.
 
 A job that does not start is the head of its pools (and of its team's) and one of the later
-phases decides for it, in the same walk so that later jobs see what was decided:
+phases decides for it, in the same walk (so that later jobs see what was decided) unless it must
+wait for the borrowers:
 
 * beyond its team's quota (with quotas): it waits for phase 4 (`borrowing`);
 * within its quota, or without quotas, but short of free instances: phase 5 (`nomination`) makes

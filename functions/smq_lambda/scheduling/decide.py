@@ -21,8 +21,9 @@ A pass is a short list of named phases, each a module with its rule in its docst
 
 Phase 5 runs for a job as soon as phase 3 or 4 leaves it waiting, and so does phase 6 without
 quotas (with quotas it runs after the borrowers, who may yet take the free instances), so later
-decisions see earlier ones: a start takes its instances, a preemption counts as releasing, a wait keeps its room. Actions
-come out in the order they were decided (the starts, stops and wait of one job together).
+decisions see earlier ones: a start takes its instances, a preemption counts as releasing, a wait
+keeps its room. Actions come out in the order they were decided (the starts, stops and wait of one
+job together).
 
 A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
 the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
