@@ -205,11 +205,22 @@ AT_QUOTA = (
     Snapshot(jobs=(running("a1", "a", 1), running("a2", "a", 1), JobBuilder("a3", T0).team("a").priority(9).build())),
 )
 """Issue 19's case: a at its quota, a priority-9 job of a pending, two instances free."""
+STOPPING_LENDER = (
+    SchedulerConfig(pools={P5: 2}, teams=Teams(quotas={"b": Quota({P5: 1}, Sharing.LEND)})),
+    Snapshot(
+        jobs=(
+            JobBuilder("b1", T0).team("b").needs(1, P5).live(JobState.PREEMPTING, T0).build(),
+            JobBuilder("b2", T0).team("b").build(),
+        )
+    ),
+)
+"""A stop of b in flight counts against b's quota whether b lends only or may borrow nothing."""
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 @example(case=AT_QUOTA)
+@example(case=STOPPING_LENDER)
 def test_a_borrow_limit_of_0_schedules_as_lend(case: tuple[SchedulerConfig, Snapshot]) -> None:
     """A team that may borrow nothing is a team that lends: the same starts, stops and waits
     (0 is a limit, not "no limit")."""

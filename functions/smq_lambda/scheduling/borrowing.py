@@ -68,8 +68,8 @@ def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[di
     gets back within its quota, its own stops in flight counted (a team that may not borrow counts
     them against its quota until they land: `Ledger.claim`)."""
     team = state.ledger.team(job)
-    sharing, limit = state.config.teams.sharing(team), state.config.teams.borrow_limit(team)
-    if not sharing.borrows:
+    limit = state.config.teams.borrow_limit(team)
+    if not state.ledger.may_borrow(team):
         room = {pool: over - state.ledger.releasing_of(team, pool) for pool, over in beyond.items()}
         waits = {pool: min(over, job.demand[pool]) for pool, over in beyond.items()}
         return {pool: n for pool, n in room.items() if n > 0}, waits

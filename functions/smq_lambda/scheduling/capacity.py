@@ -18,8 +18,9 @@ quota is the whole pool), a team's *claim* on a pool is what counts against its 
 
     claim = held by its live jobs - on their way back + kept in this pass
 
-except that a team that may not borrow (`lend`, `reserve`) counts its jobs on their way back until
-their instances are given back: it never holds more than its quota, stops in flight included.
+except that a team that may not borrow (`lend`, `reserve`, a borrow limit of 0) counts its jobs on
+their way back until their instances are given back: it never holds more than its quota, stops in
+flight included.
 
 A team *borrows* in a pool while its live jobs hold more than its quota there (instances on their
 way back not counted: they are already being given back). Its *idle quota* is what its claim
@@ -122,8 +123,12 @@ class Ledger:
     def claim(self, team: str, pool: str) -> int:
         """What counts against `team`'s quota: a team that may not borrow counts its stops in flight
         until their instances are given back, so it never holds more than its quota."""
-        releasing = self._held_releasing[team, pool] if self._teams.sharing(team).borrows else 0
+        releasing = self._held_releasing[team, pool] if self.may_borrow(team) else 0
         return self._held[team, pool] - releasing + self._kept[team, pool]
+
+    def may_borrow(self, team: str) -> bool:
+        """`team` may run beyond its quota: it lends and borrows, and its borrow limit is not 0."""
+        return self._teams.sharing(team).borrows and self._teams.borrow_limit(team) != 0
 
     def releasing_of(self, team: str, pool: str) -> int:
         """Instances of `pool` `team`'s stopping jobs are giving back."""
