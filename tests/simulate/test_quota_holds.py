@@ -1,5 +1,6 @@
 """One rule for what a team holds, over simulated workloads: a team that may not borrow (`lend`,
-`reserve`) never holds more than its quota, its stops in flight included (issue 22, item 7)."""
+`reserve`, a borrow limit of 0) never holds more than its quota, its stops in flight included
+(issue 22, item 7)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ TEAMS = Teams(
         "lender": Quota({POOL: 3}, sharing=Sharing.LEND),
         "keeper": Quota({POOL: 2}, sharing=Sharing.RESERVE),
         "taker": Quota({POOL: 2}),
+        "capped": Quota({POOL: 1}, borrow_limit=0),
     }
 )
-MAY_NOT_BORROW = {"lender": 3, "keeper": 2}
+MAY_NOT_BORROW = {"lender": 3, "keeper": 2, "capped": 1}
 CONFIG = SchedulerConfig(pools={POOL: 9}, teams=TEAMS, preemption=PreemptionRules())
 """No protection from the preemption rules, so priority preemptions inside a team are frequent."""
 
@@ -39,7 +41,7 @@ def workloads(draw: st.DrawFn) -> list[dict[str, Any]]:
             "pool": POOL,
             "instances": draw(st.integers(min_value=1, max_value=3)),
             "duration_s": draw(st.integers(min_value=60, max_value=3000)),
-            "team": draw(st.sampled_from(["lender", "keeper", "taker", "other"])),
+            "team": draw(st.sampled_from(["lender", "keeper", "taker", "capped", "other"])),
             "stop_s": draw(st.integers(min_value=1, max_value=300)),
         }
         for number in range(count)
