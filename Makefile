@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 VENV_SDK3 := .venv-sdk3
 STAMP_SDK3 := $(VENV_SDK3)/.installed
+# Bytecode caches (gitignored) spare each xdist worker and every process a test starts compiling the
+# project and rewriting the tests' asserts again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup setup-sdk3 test test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-pass-cost bench-cold-import bench-kueue lint clean
 
@@ -17,7 +20,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # SageMaker SDK v3 client tests need their own environment: the two SDK majors cannot share one.
-$(STAMP_SDK3): pyproject.toml
+# After .venv: both editable installs write smq_sagemaker.egg-info in the tree.
+$(STAMP_SDK3): pyproject.toml | $(STAMP)
 	$(PYTHON) -m venv $(VENV_SDK3)
 	$(VENV_SDK3)/bin/python -m pip install --upgrade pip
 	$(VENV_SDK3)/bin/python -m pip install -e '.[local,sdk3]' 'pytest>=8' 'pytest-timeout>=2.3' 'hypothesis>=6.100'
@@ -25,10 +29,13 @@ $(STAMP_SDK3): pyproject.toml
 
 setup-sdk3: $(STAMP_SDK3)
 
-# Two workers, one test file each at a time (module-scoped local stacks stay in one process).
-PYTEST := $(PY) -m pytest -n 2 --dist loadfile
+# Two workers, one test file each at a time (module-scoped local stacks stay in one process), in
+# the order tests/conftest.py gives (files with slow tests first), not xdist's most-tests-first.
+PYTEST := $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
-test: setup lint test-sdk3
+# Lint and the SDK v3 environment and tests run side by side: each keeps one core busy.
+test: setup
+	$(MAKE) -j2 --output-sync=target lint test-sdk3
 	$(PYTEST)
 
 test-sdk3: setup-sdk3

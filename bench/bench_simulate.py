@@ -35,10 +35,10 @@ from typing import Any
 from smq.simulate.report import metrics_table, team_table
 from smq.simulate.workloads import Workload, kueue, mixed, spot, teams
 from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
-from smq_lambda.simulation.trace import TraceJob
 
 TOP_PRIORITY = "3"
 

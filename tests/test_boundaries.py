@@ -1,6 +1,6 @@
 """Package boundaries: Lambda code never imports the SageMaker SDK (nor the client package, nor a
-test helper), so it stays small and starts fast; the pure layers import no edge; no modules import
-each other; and no module grows past a size one reader can hold."""
+test helper), so it stays small and starts fast; the pure layers import no edge; layers point one
+way; no modules import each other; and no module grows past a size one reader can hold."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_lambda_code_imports_no_sdk_client_or_test_code(path: Path) -> None:
     assert not roots & set(FORBIDDEN), f"{path} imports {sorted(roots & set(FORBIDDEN))}"
 
 
-PURE_LAYERS = ("domain", "governance", "scheduling")
+PURE_LAYERS = ("domain", "governance", "scheduling", "replay")
 """The pure decisions: they import neither the ports (the edges) nor what sits on them. (botocore's
 service model is a library they may read: domain/request_shape validates requests with it.)"""
 EDGES = ("smq_lambda.ports", "smq_lambda.adapters", "smq_lambda.service", "smq_lambda.handlers", "boto3")
@@ -100,6 +100,71 @@ def test_no_import_cycles() -> None:
     reach = {name: reachable(graph, name) for name in graph}
     cycles = {frozenset({name} | {other for other in reach[name] if name in reach[other]}) for name in graph}
     assert [sorted(cycle) for cycle in cycles if len(cycle) > 1] == []
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def imports_from(importers: str, imported: str) -> dict[str, list[str]]:
+    """Each module within `importers` that imports modules within `imported`, with those modules."""
+    graph = import_graph(module_paths())
+    found = {
+        name: sorted(target for target in targets if within(target, imported))
+        for name, targets in graph.items()
+        if within(name, importers)
+    }
+    return {name: targets for name, targets in found.items() if targets}
+
+
+def test_the_domain_imports_only_the_domain_and_errors() -> None:
+    """The job model and its rules sit at the bottom: what orchestrates them (governance, the pass,
+    the services) sits above and imports them, never the other way round."""
+    upward = {
+        name: [
+            target for target in targets if not within(target, "smq_lambda.domain") and target != "smq_lambda.errors"
+        ]
+        for name, targets in imports_from("smq_lambda.domain", "smq_lambda").items()
+    }
+    assert {name: targets for name, targets in upward.items() if targets} == {}
+
+
+@pytest.mark.parametrize(
+    ("importers", "imported"),
+    [
+        # The simulator (`smq simulate`) is a tool on top: the live start estimates (forecast/) and
+        # the service replay the queue through replay/, which lies below both.
+        ("smq_lambda.adapters", "smq_lambda.simulation"),
+        ("smq_lambda.service", "smq_lambda.simulation"),
+        ("smq_lambda.handlers", "smq_lambda.simulation"),
+        ("smq_lambda.forecast", "smq_lambda.simulation"),
+        ("smq_lambda.replay", "smq_lambda.simulation"),
+        ("smq_lambda.replay", "smq_lambda.forecast"),
+        ("smq_lambda.scheduling", "smq_lambda.replay"),
+        # The API's JSON shapes belong to the API handler.
+        ("smq_lambda.service", "smq_lambda.handlers"),
+        ("smq_lambda.adapters", "smq_lambda.handlers"),
+        # `smq`'s command line is the top floor: `smq local` and `smq simulate` share what sits below it.
+        ("smq.local", "smq.cli"),
+        ("smq.simulate", "smq.cli"),
+    ],
+)
+def test_layers_point_one_way(importers: str, imported: str) -> None:
+    assert imports_from(importers, imported) == {}
+
+
+def test_only_the_command_line_imports_it() -> None:
+    outside = {name: targets for name, targets in imports_from("smq", "smq.cli").items() if not within(name, "smq.cli")}
+    assert outside == {}
+
+
+def test_only_the_handlers_import_the_api_views() -> None:
+    outside = {
+        name: targets
+        for name, targets in imports_from("smq_lambda", "smq_lambda.handlers.views").items()
+        if not within(name, "smq_lambda.handlers")
+    }
+    assert outside == {}
 
 
 MAX_LINES = 400

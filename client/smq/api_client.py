@@ -219,6 +219,10 @@ class SmqApiClient:
     def list_pools(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/pools").get("pools") or ())
 
+    def list_attempts(self, start: str, end: str | None = None) -> dict[str, Any]:
+        """GET /attempts: every attempt overlapping [start, end] (ISO 8601 times; no end: now)."""
+        return self._call("GET", "/attempts", query={"from": start, **({"to": end} if end else {})})
+
     def get_quotas(self) -> dict[str, Any]:
         """GET /quotas as answered: `{"teams": [...], "team_tag", "measured_at"}`."""
         return self._call("GET", "/quotas")

@@ -103,6 +103,11 @@ class JobStore(Protocol):
         next_token: str | None = None,
     ) -> JobPage: ...
 
+    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
+        """Every live job and every job whose latest attempt ended in [start, now] (others may
+        come too): a bounded index read for GET /attempts, which may lag writes."""
+        ...
+
 
 class TrainingService(Protocol):
     """SageMaker training jobs."""

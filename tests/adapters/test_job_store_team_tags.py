@@ -11,7 +11,7 @@ import pytest
 from smq_lambda.errors import JobConflict
 
 from tests.adapters.builders import job
-from tests.adapters.test_job_store_contract import STORES, Subject, make_subject
+from tests.adapters.job_store_contract.subjects import STORES, Subject, make_subject
 
 
 @pytest.fixture(params=STORES)

@@ -12,7 +12,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 
 from tests.adapters.builders import G5, P5, job
-from tests.adapters.test_job_store_contract import (
+from tests.adapters.job_store_contract.subjects import (
     STORES,
     Subject,
     make_subject,

@@ -18,7 +18,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import ACTIVE_STATES, JobState
 
 from tests.adapters.builders import ALICE, BOB, G5, P5, T0, job
-from tests.adapters.test_job_store_contract import STORES, Subject, make_subject, move, names, put, start
+from tests.adapters.job_store_contract.subjects import STORES, Subject, make_subject, move, names, put, start
 from tests.support.aws import create_queue_table
 
 ALL = list(JobState)

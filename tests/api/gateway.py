@@ -42,6 +42,7 @@ _FIXTURES = {
     ("DELETE", "/jobs/{name}"): "cancel_job.json",
     ("GET", "/pools"): "list_pools.json",
     ("GET", "/quotas"): "list_pools.json",
+    ("GET", "/attempts"): "list_pools.json",
 }
 
 LAMBDA_CONTEXT = cast(LambdaContext, LocalLambdaContext(function_name="smq-api", timeout_seconds=3600))

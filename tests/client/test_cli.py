@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from smq.cli import main as cli
-from smq.cli.format import describe_text, pools_table, short_owner, status_table
+from smq.formatting import describe_text, pools_table, short_owner, status_table
 from smq.local.api_front import ApiFront
 
 from tests.client.queue_world import POOL, QueueWorld, training_request

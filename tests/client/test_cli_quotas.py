@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from smq.cli import main as cli
-from smq.cli.format import quotas_table, status_table
+from smq.formatting import quotas_table, status_table
 from smq.queue import TrainingQueue
 from smq_lambda.domain.teams import Quota, Sharing, Teams
 

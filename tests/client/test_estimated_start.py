@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from smq.cli.format import describe_text, status_table
 from smq.follow import queue_changes
+from smq.formatting import describe_text, status_table
 from smq.jobs import now_utc, starts_in
 
 from tests.client.test_cli import NOW, job

@@ -4,6 +4,7 @@ instance as in a warm one; with none, the stack's policy; never the default (no 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterator
@@ -28,11 +29,21 @@ STACK_POLICY = Policy(required_tags=("cost-center",))
 """SMQ_STACK_POLICY: the policy the stack's parameters describe."""
 
 
+@pytest.fixture(scope="module")
+def moto_ssm() -> Iterator[Any]:
+    """One moto SSM for the module: starting moto for each test was most of this file's time."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_test_credentials(monkeypatch)
+        with mock_aws():
+            yield boto3.client("ssm")
+
+
 @pytest.fixture
-def ssm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    use_test_credentials(monkeypatch)
-    with mock_aws():
-        yield boto3.client("ssm")
+def ssm(moto_ssm: Any) -> Any:
+    """The module's SSM without the policy parameter: no version of it left by an earlier test."""
+    with contextlib.suppress(moto_ssm.exceptions.ParameterNotFound):
+        moto_ssm.delete_parameter(Name=PARAMETER)
+    return moto_ssm
 
 
 @pytest.fixture

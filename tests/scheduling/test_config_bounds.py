@@ -17,11 +17,11 @@ from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.domain.config_document import ConfigDocumentError, QueueConfigDocument, parse_config_document
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import decay_usage, held_by_team
+from smq_lambda.forecast.estimate import estimate_starts
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.scheduling.window import team_window_sizes, window_sizes
-from smq_lambda.simulation.estimate import estimate_starts
 
 from .builders import G5, NOW, P5, T0, JobBuilder, apply
 

@@ -7,11 +7,11 @@ from datetime import datetime
 
 import pytest
 from smq.simulate.workloads import mixed, seed_scenario, spot
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.simulation.engine import Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
-from smq_lambda.simulation.trace import TraceJob
 
 from tests.scheduling.invariants import check_pass
 

@@ -11,8 +11,8 @@ from smq_lambda.domain.model import Attempt, Job, attempt_name
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import PreemptionRules, Quota, Teams
+from smq_lambda.forecast.estimate import Source, assumes, estimate_starts, remaining
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy
-from smq_lambda.simulation.estimate import Source, assumes, estimate_starts, remaining
 
 from tests.scheduling.builders import NOW, P5, T0
 

@@ -19,10 +19,10 @@ from smq.simulate.gantt import (
     priority_colours,
     slot_rows,
 )
+from smq_lambda.replay.timeline import Segment
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
-from smq_lambda.simulation.timeline import Segment
-from smq_lambda.simulation.trace import TraceJob
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BIG_POOLS = {"ml.p5.48xlarge": 8, "ml.g5.12xlarge": 16}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
-from smq_lambda.simulation.trace import TraceJob
 
 INSTANT = Timing(start_min_s=0, start_max_s=0)
 

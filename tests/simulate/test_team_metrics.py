@@ -10,10 +10,10 @@ import pytest
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.team_metrics import TeamMeters
-from smq_lambda.simulation.trace import TraceJob
 
 INSTANT = Timing(start_min_s=0, start_max_s=0)
 TEAMS = Teams(quotas={"a": Quota({"p": 2}), "b": Quota({"p": 2})})

@@ -17,11 +17,12 @@ from smq.simulate.workloads import TEAMS_POOL, teams
 from smq_lambda.domain.config_document import parse_config_document
 from smq_lambda.domain.teams import Quota, Teams
 from smq_lambda.ports import TeamUsageRecord
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service.team_usage import TeamUsageKeeper
 from smq_lambda.simulation.engine import Timing, simulate
-from smq_lambda.simulation.trace import TraceJob, check_pools, parse_trace, write_trace
+from smq_lambda.simulation.trace import check_pools, parse_trace, write_trace
 
 INSTANT = Timing(start_min_s=0, start_max_s=0)
 # A pool of 6: vision and nlp own 2 each, the unassigned group the other 2. vision runs v1 on 4 (2

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from smq_lambda.simulation.trace import TraceError, TraceJob, check_pools, parse_trace, write_trace
+from smq_lambda.replay.trace_job import TraceJob
+from smq_lambda.simulation.trace import TraceError, check_pools, parse_trace, write_trace
 
 GOOD = {"name": "a", "submit_s": 0, "priority": 1, "pool": "ml.p5.48xlarge", "instances": 2, "duration_s": 60}
 

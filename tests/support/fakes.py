@@ -1,8 +1,8 @@
 """In-memory fakes of the ports, shared by every test level.
 
 The job store keeps DynamoDB items made by the real item codec and applies the same conditions,
-orderings and page tokens as the DynamoDB store; tests/adapters/test_job_store_contract.py runs one
-set of assertions against both so they cannot drift apart.
+orderings and page tokens as the DynamoDB store; tests/adapters/job_store_contract/ runs one set of
+assertions against both so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from smq_lambda.adapters.item_codec import (
     Item,
     archive_key,
     archived,
+    attempt_end_day,
     decode_page_token,
     encode_page_token,
+    format_time,
     from_item,
     owner_state_key,
     pending_team_key,
@@ -225,6 +227,24 @@ class InMemoryJobStore:
         page = candidates[:limit]
         token = encode_page_token(page[-1]["order_key"]["S"]) if len(candidates) > limit else None
         return JobPage(jobs=[from_item(item) for item in page], next_token=token)
+
+    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
+        """As the by-state and by-attempt-end indexes: live jobs, and jobs (archived ones too) whose
+        latest attempt ended in [start, now]."""
+        since, last_day = format_time(start), attempt_end_day(now)
+        with self._lock:
+            seen = self._earlier[0] if self._index_lag and self._earlier else self._items
+            items = [
+                item
+                for item in seen.values()
+                if ("order_key" in item and item["state"]["S"] in LIVE_STATES)
+                or (
+                    "attempt_end" in item
+                    and since <= item["attempt_end"]["S"]
+                    and item["attempt_end_day"]["S"] <= last_day
+                )
+            ]
+        return [from_item(item) for item in items]
 
     def all_jobs(self) -> list[Job]:
         """The newest job of every name, finished ones included, by name: for invariant checks."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -160,6 +161,8 @@ def test_the_api_function_may_do_what_each_of_its_routes_does(stack: RecordedSta
     assert _api(stack, "PATCH", "/jobs/api-job", {"priority": 5})["status"] == 200
     assert _api(stack, "GET", "/pools")["status"] == 200
     assert _api(stack, "GET", "/quotas")["status"] == 200
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    assert _api(stack, "GET", "/attempts", **{"from": an_hour_ago})["status"] == 200
     assert _api(stack, "DELETE", "/jobs/api-job")["status"] == 202
     operations = {call.operation for call in stack.calls["ApiFunction"]}
     assert operations >= {"PutItem", "GetItem", "Query", "UpdateItem", "DeleteItem", "GetParameter", "SendMessage"}

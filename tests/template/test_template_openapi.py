@@ -25,6 +25,7 @@ CONTRACT = {
     ("/jobs/{name}", "delete"): ("Job", {"202", "403", "404", "409", "503"}),
     ("/pools", "get"): ("PoolList", {"200", "403", "503"}),
     ("/quotas", "get"): ("QuotaList", {"200", "403", "503"}),
+    ("/attempts", "get"): ("AttemptTimeline", {"200", "400", "403", "503"}),
 }
 """(path, method) -> (schema of the success answer, every status code it documents)."""
 

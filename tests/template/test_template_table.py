@@ -31,6 +31,8 @@ def test_queue_table_matches_the_contract(template: dict[str, Any]) -> None:
         "order_key": "S",
         "state": "S",
         "owner_state": "S",
+        "attempt_end_day": "S",
+        "attempt_end": "S",
     }
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -78,7 +80,7 @@ def test_state_index_lists_a_states_jobs_in_order(template: dict[str, Any]) -> N
         {"AttributeName": "order_key", "KeyType": "RANGE"},
     ]
     assert gsi["Projection"] == {"ProjectionType": "ALL"}
-    assert len(properties["GlobalSecondaryIndexes"]) == 4
+    assert len(properties["GlobalSecondaryIndexes"]) == 5
 
 
 def test_owner_index_lists_one_owners_jobs_of_a_state_in_order(template: dict[str, Any]) -> None:
@@ -105,3 +107,25 @@ def test_team_index_returns_one_teams_pending_jobs_of_a_pool_with_the_pending_pr
 def test_queue_history_survives_stack_deletion(template: dict[str, Any]) -> None:
     table = template["Resources"]["QueueTable"]
     assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+
+
+def test_attempt_end_index_holds_what_a_timeline_draws_and_not_the_request(template: dict[str, Any]) -> None:
+    """GET /attempts decodes whole jobs from it: every attribute the codec needs is projected, and
+    neither the request nor the history is."""
+    properties = template["Resources"]["QueueTable"]["Properties"]
+    gsi = index(properties, "by-attempt-end")
+    assert gsi["KeySchema"] == [
+        {"AttributeName": "attempt_end_day", "KeyType": "HASH"},
+        {"AttributeName": "attempt_end", "KeyType": "RANGE"},
+    ]
+    assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
+    projected = {"name", "attempt_end_day", "attempt_end", *gsi["Projection"]["NonKeyAttributes"]}
+    assert {"request", "history"}.isdisjoint(projected)
+    ended = replace(
+        job("ran", priority=3),
+        attempts=(Attempt(1, "ran-1", T0, T0, "preempted", "preempted for x"),),
+        updated_at=T0,
+        team="vision",
+    )
+    item = to_item(ended, ttl_days=7)
+    assert from_item({key: value for key, value in item.items() if key in projected}) == ended

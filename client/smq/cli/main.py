@@ -23,10 +23,11 @@ from typing import Any
 import boto3
 
 from smq.api_client import SmqApiClient
-from smq.cli.format import describe_text, pools_table, quotas_table, status_table
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
+from smq.formatting import describe_text, pools_table, quotas_table, status_table
 from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
 from smq.simulate.cli import register_simulate_command
+from smq.ui.cli import register_ui_command
 
 PROG = "smq"
 EXIT_OK = 0
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.set_defaults(func=cmd_watch)
 
     register_simulate_command(commands)
+    register_ui_command(commands, connection)
     _register_local_commands(commands)
     return parser
 

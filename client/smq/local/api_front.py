@@ -44,6 +44,7 @@ ROUTES: dict[str, frozenset[str]] = {
     "/jobs/{name}": frozenset({"GET", "PATCH", "DELETE"}),
     "/pools": frozenset({"GET"}),
     "/quotas": frozenset({"GET"}),
+    "/attempts": frozenset({"GET"}),
 }
 """Resources and methods of openapi.yaml (a test keeps the two equal)."""
 

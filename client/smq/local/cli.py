@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from smq.cli.arguments import pool_capacity
+from smq.argument_types import pool_capacity
 
 if TYPE_CHECKING:
     from smq.local.stack import LocalStack, LocalStackOptions
@@ -215,12 +215,17 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _print_up(stack: LocalStack) -> None:
+    from smq.local.stack import SESSION_TOKEN_VARIABLES
+    from smq.ui.cli import DEFAULT_PORT
+
     options = stack.options
     print(f"smq local stack is up: API {stack.api_url}")
     print(f"pools: {json.dumps(_pools(options))}  executor: {options.executor}  workdir: {stack.workdir}")
     print("In another shell:")
+    print(f"  unset {' '.join(SESSION_TOKEN_VARIABLES)}")
     for key, value in sorted(stack.client_env.items()):
         print(f"  export {key}={value}")
+    print(f"  smq ui    # the queue in a browser at http://127.0.0.1:{DEFAULT_PORT}/")
     print("Press Ctrl-C to stop (jobs get SIGTERM, then the servers stop; press it again to force).", flush=True)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from smq.api_client import SmqApiClient
-from smq.cli.format import status_table
+from smq.formatting import status_table
 from smq.local.stack import REGION, REPOSITORY, LocalStack, LocalStackOptions
 
 POOL = "ml.m5.xlarge"

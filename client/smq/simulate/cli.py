@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
-from smq_lambda.simulation.trace import TraceError, TraceJob, check_pools, parse_trace, write_trace
+from smq_lambda.simulation.trace import TraceError, check_pools, parse_trace, write_trace
 
-from smq.cli.arguments import pool_capacity
+from smq.argument_types import pool_capacity
 from smq.simulate.report import metrics_table, team_table, write_outputs
 from smq.simulate.workloads import GENERATORS, Workload
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from smq_lambda.simulation.timeline import Segment
+    from smq_lambda.replay.timeline import Segment
 
 Colour = tuple[float, float, float, float]
 HOUR_S = 3600.0

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from smq_lambda.replay.timeline import TIMELINE_COLUMNS, Segment
 from smq_lambda.simulation.engine import Result
-from smq_lambda.simulation.timeline import TIMELINE_COLUMNS, Segment
 from tabulate import tabulate
 
 HOUR = 3600.0

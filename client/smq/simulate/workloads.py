@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.simulation.trace import TraceJob
+from smq_lambda.replay.trace_job import TraceJob
 
 HOUR = 3600.0
 

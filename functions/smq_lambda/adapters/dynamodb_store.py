@@ -33,6 +33,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
+from smq_lambda.adapters.dynamodb_attempts import DynamoAttemptHistory
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
 from smq_lambda.adapters.dynamodb_indexes import JobIndexes, order_key_of
 from smq_lambda.adapters.dynamodb_pool_holders import PoolHolderItems
@@ -96,6 +97,7 @@ class DynamoJobStore:
         self._ttl_days = ttl_days
         self._pools = PoolHolderItems(table_name, client)
         self._indexes = JobIndexes(table_name, client, page_size=page_size)
+        self._attempts = DynamoAttemptHistory(table_name, client)
         self._requests_read: dict[tuple[str, str, int], str] = {}
         """The request of each job version this store read or wrote (its digest), so a save sends the
         request only when it changed (a spot fallback rewrites it) or is not known to be stored."""
@@ -336,6 +338,9 @@ class DynamoJobStore:
         next_token: str | None = None,
     ) -> JobPage:
         return self._indexes.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
+
+    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
+        return self._attempts.jobs_with_attempts_since(start, now)
 
 
 def request_digest(request: Mapping[str, Any]) -> str:

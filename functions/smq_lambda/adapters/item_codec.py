@@ -31,6 +31,10 @@ Item layout (partition key `name`):
                                                    no team), the key of the sparse `pending-by-team`
                                                    index: one team's pending jobs of one pool
     expires_at                                  N  only in terminal states: the table's TTL
+    attempt_end_day, attempt_end                S  only once an attempt has ended: the UTC day
+                                                   (`2026-11-26`) and time of the latest end, the
+                                                   key of the sparse `by-attempt-end` index (GET
+                                                   /attempts); an archived job keeps them
 
 Free texts (reasons, what a change did) are stored up to MAX_TEXT_CHARS characters, so that with
 the bounded lists above and the API's 256 KB request limit a job always fits DynamoDB's 400 KB item.
@@ -92,6 +96,8 @@ OPTIONAL_ATTRIBUTES = (
     "pending_pool",
     "pending_team",
     "expires_at",
+    "attempt_end_day",
+    "attempt_end",
 )
 """Attributes an item has only when they have a value: a save removes the ones its job lacks."""
 
@@ -171,7 +177,16 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     expiry = expires_at(job, ttl_days)
     if expiry is not None:
         item["expires_at"] = {"N": str(expiry)}
+    last_end = max((attempt.ended_at for attempt in job.attempts if attempt.ended_at is not None), default=None)
+    if last_end is not None:
+        item["attempt_end_day"] = {"S": attempt_end_day(last_end)}
+        item["attempt_end"] = {"S": format_time(last_end)}
     return item
+
+
+def attempt_end_day(value: datetime) -> str:
+    """The `by-attempt-end` partition of an attempt that ended at `value`: its UTC day."""
+    return format_time(value)[:10]
 
 
 def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:

@@ -70,7 +70,7 @@ class Teams:
     tag: str = DEFAULT_TEAM_TAG
     quotas: Mapping[str, Quota] = field(default_factory=dict)
     usage_half_life_s: int = DEFAULT_USAGE_HALF_LIFE_S
-    """How fast a team's past use fades from its fair share (see `decayed_usage`)."""
+    """How fast a team's past use fades from its fair share (see `decay_usage`)."""
 
     @property
     def enabled(self) -> bool:

@@ -5,10 +5,8 @@ A report changes a job only when it is about the job's current, still-open attem
 forward. Anything else — an older attempt, an attempt already closed, a status that does not
 advance the state — changes nothing, which is what makes at-least-once delivery safe.
 
-Before the plain meaning of a status, the governance rules have their say (`apply_report`): a
-managed-spot attempt interrupted too often falls back to on-demand, a spot attempt SageMaker
-stopped at its MaxWaitTimeInSeconds fails with that reason, and a failed attempt is retried or
-final as the failure classification says (see governance/spot.py and governance/retry.py).
+Before the plain meaning of a status, the governance rules have their say
+(governance/governed_reports.py applies them, then `apply_status`).
 
 A report proves which attempt it is about by its training job's name, never by its tags alone:
 anyone who may create a training job may tag it `smq:job=<someone's job>`, but only the queue
@@ -19,7 +17,6 @@ other name is about a training job outside the queue.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain import lifecycle
@@ -27,12 +24,6 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance import notices
-from smq_lambda.governance.actions import FailJob, RetryAttempt
-from smq_lambda.governance.notices import Notice, NoticeAction
-from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.retry import decide_failure
-from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
 
 IN_PROGRESS = "InProgress"
 COMPLETED = "Completed"
@@ -78,52 +69,10 @@ def is_own_attempt(job: Job, attempt_number: int, training_job_name: str) -> boo
     )
 
 
-@dataclass(frozen=True)
-class ReportEffect:
-    """What a report does: the job's next value, the training job to stop once it is saved, and
-    what to tell the job's owner once it is saved."""
-
-    job: Job
-    stop: str | None = None
-    notice: Notice | None = None
-
-
-def apply_report(
-    job: Job, attempt_number: int, status: TrainingJobStatus, now: datetime, policy: Policy
-) -> ReportEffect | None:
-    """The effect of SageMaker reporting `status` for attempt `attempt_number` under `policy`, or
-    None for no change: the governance rules first, then the status's plain meaning."""
-    attempt = job.current_attempt
-    if attempt is None or attempt.number != attempt_number:
-        return None
-    governed = _governed(job, status, now, policy)
-    if governed is not None:
-        return governed
-    updated = apply_status(job, attempt_number, status, now)
-    return None if updated is None else ReportEffect(updated)
-
-
-def _governed(job: Job, status: TrainingJobStatus, now: datetime, policy: Policy) -> ReportEffect | None:
-    """The governance rules' effect; each rule answers only for a report about the job's open
-    attempt while it starts or runs, so duplicates and late reports fall through to no change."""
-    description = status.description()
-    fallback = decide_spot_fallback(job, description, policy)
-    if fallback is not None:
-        on_demand = lifecycle.fall_back_to_on_demand(job, now, request=fallback.request, reason=fallback.reason)
-        notice = notices.about_job(on_demand, NoticeAction.SPOT_FALLBACK, fallback.reason)
-        return ReportEffect(on_demand, stop=fallback.training_job_name, notice=notice)
-    action = decide_max_wait(job, status) or decide_failure(job, description, policy)
-    if isinstance(action, RetryAttempt):
-        retried = lifecycle.retry_failed(job, now, reason=action.reason)
-        return ReportEffect(retried, notice=notices.about_job(retried, NoticeAction.RETRY, action.reason))
-    if isinstance(action, FailJob):
-        return ReportEffect(lifecycle.finish(job, JobState.FAILED, now, outcome=action.outcome, reason=action.reason))
-    return None
-
-
 def apply_status(job: Job, attempt_number: int, status: TrainingJobStatus, now: datetime) -> Job | None:
     """The job after SageMaker reported `status` for attempt `attempt_number`, or None for no change:
-    the status's plain meaning, which `apply_report` applies when no governance rule answers."""
+    the status's plain meaning, which `governed_reports.apply_report` applies when no governance
+    rule answers."""
     attempt = job.current_attempt
     if attempt is None or attempt.number != attempt_number or not attempt.is_open or not job.is_live:
         return None

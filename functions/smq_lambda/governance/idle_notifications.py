@@ -13,7 +13,7 @@ from typing import Any
 
 from smq_lambda.governance.idle import AlarmPrefix, IdleNotification, parse_alarm_name
 from smq_lambda.governance.idle_scope import metric_of
-from smq_lambda.governance.values import member
+from smq_lambda.governance.untyped_fields import member
 
 
 def parse_notification(prefix: AlarmPrefix, message: object) -> IdleNotification | None:

@@ -22,7 +22,7 @@ from typing import Any
 from smq_lambda.domain.principals import matches
 from smq_lambda.errors import AccessDenied, InvalidRequest
 from smq_lambda.governance.policy import IdlePolicy
-from smq_lambda.governance.values import is_int, member, tag_map
+from smq_lambda.governance.untyped_fields import is_int, member, tag_map
 
 GPU_METRIC = "GPUUtilization"
 CPU_METRIC = "CPUUtilization"

@@ -17,7 +17,7 @@ from typing import Any
 
 from smq_lambda.governance.actions import GovernanceAction, NotifyPolicy, StopOutsideJob, Violation
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import is_int, member, tag_map
+from smq_lambda.governance.untyped_fields import is_int, member, tag_map
 
 SUBJECT_MAX = 100
 """SNS refuses a longer subject."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.domain.principals import pattern_problem
 from smq_lambda.errors import ConfigError
-from smq_lambda.governance.values import is_int
+from smq_lambda.governance.untyped_fields import is_int
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -24,7 +24,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import is_int, member, moment, reported_running_attempt
+from smq_lambda.governance.untyped_fields import is_int, member, moment, reported_running_attempt
 
 FAILED = "Failed"
 TRAINING = "Training"

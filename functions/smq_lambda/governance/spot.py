@@ -25,7 +25,7 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import is_int, member, reported_running_attempt
+from smq_lambda.governance.untyped_fields import is_int, member, reported_running_attempt
 
 INTERRUPTED = "Interrupted"
 MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"

@@ -43,12 +43,13 @@ from smq_lambda.errors import (
     ServiceUnavailable,
     VersionConflict,
 )
+from smq_lambda.handlers.read_routes import register_read_routes
 from smq_lambda.handlers.replays import REPLAY_CONFIG, REPLAYED
 from smq_lambda.handlers.tracing import traced
+from smq_lambda.handlers.views import error_view, job_view, page_view
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
 from smq_lambda.settings import Settings
-from smq_lambda.views import error_view, job_view, page_view, pools_view, quotas_view
 
 if TYPE_CHECKING:
     from smq_lambda.adapters.replay_store import ReplayStore
@@ -139,13 +140,7 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
         logger.info("cancel accepted", extra={"state": str(entry.job.state)})
         return _json(202, job_view(entry))
 
-    @app.get("/pools")
-    def pools() -> Response:
-        return _json(200, pools_view(service.pools()))
-
-    @app.get("/quotas")
-    def quotas() -> Response:
-        return _json(200, quotas_view(service.quotas()))
+    register_read_routes(app, service)
 
     def rejected(status: int, field: str | None, message: str) -> Response:
         _count("RequestsRejected", status=str(status))

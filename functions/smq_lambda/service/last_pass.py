@@ -15,7 +15,7 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 @dataclass(frozen=True)
 class EstimatedStart:
-    """A pending job's estimated start (simulation/estimate.py), from the last pass's report."""
+    """A pending job's estimated start (forecast/estimate.py), from the last pass's report."""
 
     at: datetime | None
     assumed: str

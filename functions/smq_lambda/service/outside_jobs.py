@@ -37,7 +37,7 @@ from smq_lambda.governance import notices
 from smq_lambda.governance.actions import NotifyPolicy, StopOutsideJob
 from smq_lambda.governance.limits import check_outside_job
 from smq_lambda.governance.notices import Notice, NoticeAction
-from smq_lambda.governance.values import tag_map
+from smq_lambda.governance.untyped_fields import tag_map
 from smq_lambda.ports import JobStore, Notifier, PolicySource, TrainingService
 
 logger = Logger(service="smq", child=True)

@@ -15,6 +15,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.forecast.estimate import estimate_starts
 from smq_lambda.governance import notices
 from smq_lambda.governance.notices import NoticeAction
 from smq_lambda.ports import (
@@ -35,7 +36,6 @@ from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pool_usage
 from smq_lambda.service.team_usage import TeamUsageKeeper
-from smq_lambda.simulation.estimate import estimate_starts
 
 logger = Logger(service="smq", child=True)
 
@@ -151,7 +151,7 @@ class Passes:
 
     def _estimates(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
         """Start estimates for the pending jobs the pass saw, made after its actions were applied
-        (off the path of any start or stop) and bounded (see simulation/estimate.py). A failure
+        (off the path of any start or stop) and bounded (see forecast/estimate.py). A failure
         costs the estimates of this pass, never the pass."""
         try:
             return estimate_starts(snapshot, now, config)

@@ -32,10 +32,12 @@ from smq_lambda.ports import (
     SchedulerTrigger,
 )
 from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling.skips import skip_rule
 from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
+from smq_lambda.service.timeline import TimelineAttempt, attempts_between
 
 WRITE_ATTEMPTS = 3
 """A scheduler pass may write the same job between our read and our write (a new wait reason, a
@@ -167,9 +169,9 @@ class QueueService:
         With `owner`, the store reads that owner's jobs only, however many others the states hold."""
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
         positions = self._positions([job for job in page.jobs if job.state is JobState.PENDING])
-        heads = self._last_pass()
+        last_pass = self._last_pass()
         return PositionedPage(
-            jobs=[self._explained(job, positions.get(job.name), heads) for job in page.jobs],
+            jobs=[self._explained(job, positions.get(job.name), last_pass) for job in page.jobs],
             next_token=page.next_token,
         )
 
@@ -194,6 +196,10 @@ class QueueService:
         if changed:
             self._trigger.kick(f"{name} cancelled")
         return self._positioned(job)
+
+    def attempts_between(self, start: datetime, end: datetime | None = None) -> list[TimelineAttempt]:
+        """The attempts overlapping [start, end], for anyone who may read the queue (service/timeline.py)."""
+        return attempts_between(self._store, start, end, self._clock())
 
     def pools(self) -> CurrentPools:
         """Every configured pool, plus any instance type that live jobs use without a pool, as the
@@ -302,31 +308,27 @@ class QueueService:
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
         return LastPass(heads, report.measured_at, report.estimates, report.teams)
 
-    def _explained(self, job: Job, position: int | None, heads: LastPass | None) -> PositionedJob:
+    def _explained(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
-        entry = self._reasoned(job, position, heads)
-        if heads is None:
+        entry = self._reasoned(job, position, last_pass)
+        if last_pass is None:
             return entry
-        borrowing = heads.borrowing(job)
+        borrowing = last_pass.borrowing(job)
         if borrowing is not None:
             entry = replace(entry, reason=f"{entry.reason}; {borrowing}" if entry.reason else borrowing)
-        estimate = heads.estimate_for(job)
+        estimate = last_pass.estimate_for(job)
         return entry if estimate is None else replace(entry, estimated_start=estimate)
 
-    def _reasoned(self, job: Job, position: int | None, heads: LastPass | None) -> PositionedJob:
-        """A pending job's reason is the one the passes wrote when it is news (a head, a backoff, a
-        job too large for its pool, a job no pass has seen yet); otherwise the job waits behind a
-        head, and its reason is its place, computed now (noting a team no longer configured)."""
-        if position is None or heads is None or not heads.current_for(job):
-            return PositionedJob(job, position, job.reason)
-        if job.name in heads.by_pool.values() or (job.not_before is not None and job.not_before > self._clock()):
+    def _reasoned(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
+        """A pending job's reason is the one the passes wrote when it is news (a head, a job the
+        pass's own skip rule sets aside, a job no pass has seen yet); otherwise the job waits behind
+        a head, and its reason is its place, computed now (noting a team no longer configured)."""
+        if position is None or last_pass is None or not last_pass.current_for(job):
             return PositionedJob(job, position, job.reason)
         config = self._config.load()
-        if any(
-            count > capacity for pool, count in job.demand.items() if (capacity := config.capacity(pool)) is not None
-        ):
+        if job.name in last_pass.by_pool.values() or skip_rule(job, self._clock(), config.capacity) is not None:
             return PositionedJob(job, position, job.reason)
-        place = reasons.queued(position - 1, job.pool, heads.by_pool.get(job.pool))
+        place = reasons.queued(position - 1, job.pool, last_pass.by_pool.get(job.pool))
         return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, config.teams))
 
 

@@ -23,7 +23,7 @@ from smq_lambda.ports import ConfigSource, InUse, JobStore, Notifier, PolicySour
 from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
-from smq_lambda.service.reports import Reports, current_policy
+from smq_lambda.service.report_intake import ReportIntake, current_policy
 
 logger = Logger(service="smq", child=True)
 
@@ -47,7 +47,7 @@ class Reconciler:
         training: TrainingService,
         config: ConfigSource,
         clock: Callable[[], datetime],
-        reports: Reports,
+        reports: ReportIntake,
         effects: JobEffects,
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,

@@ -1,4 +1,4 @@
-"""The scheduler's use cases: take a SageMaker report (service/reports.py), reconcile with SageMaker
+"""The scheduler's use cases: take a SageMaker report (service/report_intake.py), reconcile with SageMaker
 (service/reconciliation.py), run a pass (service/passes.py).
 
 Each use case loads what it needs through the ports, asks the pure domain what to do, and writes
@@ -30,7 +30,7 @@ from smq_lambda.service.job_effects import JobEffects
 from smq_lambda.service.pass_measures import STUCK_AFTER
 from smq_lambda.service.passes import Passes, PassReport
 from smq_lambda.service.reconciliation import Reconciler, Reconciliation
-from smq_lambda.service.reports import ReportOutcome, Reports
+from smq_lambda.service.report_intake import ReportIntake, ReportOutcome
 
 
 class Scheduler:
@@ -55,9 +55,9 @@ class Scheduler:
         alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
         every pass decides with no past usage (see service/team_usage.py). `notifier` None: no
         notifications topic, so the owners' notices (preemption, spot fallback, retry) are only logged.
-        `stack`: this stack's name, which tells another smq stack's attempts apart (see reports.py)."""
+        `stack`: this stack's name, which tells another smq stack's attempts apart (see report_intake.py)."""
         effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits, notifier=notifier)
-        self._reports = Reports(
+        self._reports = ReportIntake(
             store=store, effects=effects, clock=clock, policy=policy, idle_watch=idle_watch, stack=stack
         )
         self._reconciler = Reconciler(

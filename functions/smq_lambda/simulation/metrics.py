@@ -33,6 +33,7 @@ from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.replay.virtual_queue import fits
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,6 @@ class Moment:
             elif job.state in (JobState.STARTING, JobState.RUNNING):
                 reclaimable.append(job)
         return cls(capacity, held, releasing, sorted(pending, key=lambda job: job.order), reclaimable)
-
-
-def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:
-    return all(available.get(pool, 0) >= count for pool, count in demand.items())
 
 
 def runnable_pools(moment: Moment) -> set[str]:

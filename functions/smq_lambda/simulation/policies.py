@@ -18,18 +18,16 @@ A policy is a function of the snapshot and the time, like `decide`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from enum import StrEnum
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.replay.virtual_queue import PolicyFunction
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide, order_pending
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-
-PolicyFunction = Callable[[Snapshot, datetime], list[Action]]
 
 SEED_RUNNING_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
 """The article's `InProgress`: SageMaker jobs it counts as running."""

@@ -41,9 +41,9 @@ from typing import Any
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import RELEASING_STATES, JobState
 from smq_lambda.domain.teams import UNASSIGNED, Teams, held_in_pools, lent_by
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.simulation.metrics import percentiles
-from smq_lambda.simulation.trace import TraceJob
 
 GroupPool = tuple[str, str]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Teams, decay_usage, held_by_team
+from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.simulation.team_metrics import TeamMeters
-from smq_lambda.simulation.trace import TraceJob
 
 
 class SimulatedTeams:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_STOP_S = 60.0
+from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob
+
 FIELDS = frozenset(
     {
         "name",
@@ -45,46 +45,6 @@ class TraceError(ValueError):
         super().__init__(f"{where}: {problem}")
         self.line = line
         self.field_name = field_name
-
-
-@dataclass(frozen=True)
-class TraceJob:
-    name: str
-    submit_s: float
-    priority: int
-    pool: str
-    instances: int
-    duration_s: float
-    team: str | None = None
-    checkpoint_every_s: float | None = None
-    stop_s: float = DEFAULT_STOP_S
-    interruptions_s: tuple[float, ...] = field(default=())
-    line: int = field(default=0, compare=False)
-    """Where the job came from in its trace file (0: built, not read)."""
-
-    @property
-    def is_spot(self) -> bool:
-        return bool(self.interruptions_s)
-
-    def to_json(self) -> dict[str, Any]:
-        """The trace line of this job, without the members at their defaults."""
-        line: dict[str, Any] = {
-            "name": self.name,
-            "submit_s": self.submit_s,
-            "priority": self.priority,
-            "pool": self.pool,
-            "instances": self.instances,
-            "duration_s": self.duration_s,
-        }
-        if self.team is not None:
-            line["team"] = self.team
-        if self.checkpoint_every_s is not None:
-            line["checkpoint_every_s"] = self.checkpoint_every_s
-        if self.stop_s != DEFAULT_STOP_S:
-            line["stop_s"] = self.stop_s
-        if self.interruptions_s:
-            line["interruptions_s"] = list(self.interruptions_s)
-        return line
 
 
 def parse_trace(lines: Iterable[str]) -> list[TraceJob]:

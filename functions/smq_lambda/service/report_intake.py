@@ -16,10 +16,11 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import Job, is_another_stacks
-from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, apply_report, is_own_attempt, is_stale
+from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, is_own_attempt, is_stale
 from smq_lambda.errors import VersionConflict
+from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.values import tag_map
+from smq_lambda.governance.untyped_fields import tag_map
 from smq_lambda.ports import JobStore, PolicySource, TrainingJobStatus
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects, isolated
@@ -47,7 +48,9 @@ def current_policy(source: PolicySource | None) -> Policy:
     return source.load() if source is not None else Policy()
 
 
-class Reports:
+class ReportIntake:
+    """Takes in SageMaker's reports about training jobs and applies each to its job."""
+
     def __init__(
         self,
         *,

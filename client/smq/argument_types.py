@@ -1,4 +1,4 @@
-"""Argument types more than one `smq` command reads."""
+"""Argument types more than one `smq` command reads (the CLI, `smq local` and `smq simulate`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import IllegalTransition, JobState
-from smq_lambda.domain.training_status import apply_report
+from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy, RetryPolicy
 from smq_lambda.ports import TrainingJobStatus
 

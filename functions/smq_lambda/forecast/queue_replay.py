@@ -1,6 +1,5 @@
-"""The simulator started from the queue as it stands, instead of from a trace: the real jobs of a
-snapshot (pending, starting, running, stopping), replayed forward in virtual time by the engine and
-the real `decide`.
+"""The queue as it stands, instead of a trace, in virtual time (replay/virtual_queue.py): the real
+jobs of a snapshot (pending, starting, running, stopping), replayed forward with the real `decide`.
 
 What the replay assumes, beyond the durations its caller gives (see `estimate`):
 
@@ -22,21 +21,21 @@ from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
-from smq_lambda.scheduling.actions import StartJob
+from smq_lambda.replay.events import Event, Timing
+from smq_lambda.replay.progress import Progress
+from smq_lambda.replay.timeline import Segment
+from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob
+from smq_lambda.replay.virtual_queue import VirtualQueue
+from smq_lambda.scheduling.actions import Action, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.simulation.engine import Simulation
-from smq_lambda.simulation.events import Event, Timing
-from smq_lambda.simulation.progress import Progress
-from smq_lambda.simulation.timeline import Segment
-from smq_lambda.simulation.trace import DEFAULT_STOP_S, TraceJob
 
 REPLAY_TIMING = Timing(start_min_s=0.0, start_max_s=0.0, pass_delay_s=0.0)
 RESUME_GRANULARITY_S = 1.0
 """A stopped job keeps its training to the second (as if it checkpointed continuously)."""
 
 
-class Replay(Simulation):
+class Replay(VirtualQueue):
     """One replay of `snapshot` from `now` under `config`.
 
     `durations`: the training each job of the snapshot still needs once it trains, in seconds
@@ -58,7 +57,6 @@ class Replay(Simulation):
             (),
             replay_pools(snapshot, config),
             lambda view, at: decide(view, at, config),
-            governed=False,
             timing=REPLAY_TIMING,
         )
         self.start = now
@@ -89,9 +87,6 @@ class Replay(Simulation):
 
     def _now(self) -> datetime:
         return self.start + timedelta(seconds=self.clock)
-
-    def _advance(self, to: float) -> None:
-        self.clock = to  # a replay measures nothing but starts
 
     def _schedule(self, at: float, kind: Event, name: str, token: int = 0) -> None:
         if kind is Event.READY and at <= self.clock:
@@ -142,17 +137,18 @@ class Replay(Simulation):
             self._wakes.add(at)
             self._schedule(at, Event.PASS, "")
 
-    def _pass(self) -> None:
-        super()._pass()
+    def _pass(self) -> list[Action]:
+        actions = super()._pass()
         min_runtime_s = self.config.preemption.min_runtime_s
         if not (min_runtime_s and self.waiting):
-            return
+            return actions
         for job in self.jobs.values():
             attempt = job.current_attempt
             if job.state in (JobState.STARTING, JobState.RUNNING) and attempt is not None:
                 protected_until = self._at(attempt.started_at) + min_runtime_s
                 if protected_until > self.clock:
                     self._wake(protected_until)
+        return actions
 
     def _start(self, job: Job, action: StartJob) -> bool:
         if not super()._start(job, action):

@@ -1,5 +1,5 @@
-"""How the `smq` CLI shows jobs, pools and quotas: pure functions from API shapes to text, so the tables
-are tested without a queue (the clock is a parameter)."""
+"""How `smq` shows jobs, pools and quotas (the CLI and `smq local`'s demo): pure functions from API
+shapes to text, so the tables are tested without a queue (the clock is a parameter)."""
 
 from __future__ import annotations
 

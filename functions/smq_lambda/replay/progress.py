@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from smq_lambda.simulation.trace import TraceJob
+from smq_lambda.replay.trace_job import TraceJob
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """When will my job start? Each pending job's estimated start, from replaying the queue forward
-with the real scheduling code (see `replay` for what a replay assumes).
+with the real scheduling code (see `queue_replay` for what a replay assumes).
 
 How long each job still needs, in this order:
 
@@ -39,9 +39,9 @@ from smq_lambda.domain.durations import EXPECTED_DURATION_TAG
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
+from smq_lambda.forecast.queue_replay import Replay
 from smq_lambda.ports import StartEstimate
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.simulation.replay import Replay
 
 DEFAULT_HORIZON = timedelta(days=7)
 DEFAULT_MAX_JOBS = 200

@@ -1,0 +1,69 @@
+"""What a SageMaker status report does to a job under the governance policy — pure, so the rules
+can be property-tested without AWS.
+
+The governance rules have their say before the plain meaning of the status
+(domain/training_status.py): a managed-spot attempt interrupted too often falls back to on-demand
+(governance/spot.py), a spot attempt SageMaker stopped at its MaxWaitTimeInSeconds fails with that
+reason, and a failed attempt is retried or final as the failure classification says
+(governance/retry.py). This module orchestrates those rules, so it sits above them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
+from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.training_status import apply_status
+from smq_lambda.governance import notices
+from smq_lambda.governance.actions import FailJob, RetryAttempt
+from smq_lambda.governance.notices import Notice, NoticeAction
+from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.retry import decide_failure
+from smq_lambda.governance.spot import decide_max_wait, decide_spot_fallback
+
+
+@dataclass(frozen=True)
+class ReportEffect:
+    """What a report does: the job's next value, the training job to stop once it is saved, and
+    what to tell the job's owner once it is saved."""
+
+    job: Job
+    stop: str | None = None
+    notice: Notice | None = None
+
+
+def apply_report(
+    job: Job, attempt_number: int, status: TrainingJobStatus, now: datetime, policy: Policy
+) -> ReportEffect | None:
+    """The effect of SageMaker reporting `status` for attempt `attempt_number` under `policy`, or
+    None for no change: the governance rules first, then the status's plain meaning."""
+    attempt = job.current_attempt
+    if attempt is None or attempt.number != attempt_number:
+        return None
+    governed = _governed(job, status, now, policy)
+    if governed is not None:
+        return governed
+    updated = apply_status(job, attempt_number, status, now)
+    return None if updated is None else ReportEffect(updated)
+
+
+def _governed(job: Job, status: TrainingJobStatus, now: datetime, policy: Policy) -> ReportEffect | None:
+    """The governance rules' effect; each rule answers only for a report about the job's open
+    attempt while it starts or runs, so duplicates and late reports fall through to no change."""
+    description = status.description()
+    fallback = decide_spot_fallback(job, description, policy)
+    if fallback is not None:
+        on_demand = lifecycle.fall_back_to_on_demand(job, now, request=fallback.request, reason=fallback.reason)
+        notice = notices.about_job(on_demand, NoticeAction.SPOT_FALLBACK, fallback.reason)
+        return ReportEffect(on_demand, stop=fallback.training_job_name, notice=notice)
+    action = decide_max_wait(job, status) or decide_failure(job, description, policy)
+    if isinstance(action, RetryAttempt):
+        retried = lifecycle.retry_failed(job, now, reason=action.reason)
+        return ReportEffect(retried, notice=notices.about_job(retried, NoticeAction.RETRY, action.reason))
+    if isinstance(action, FailJob):
+        return ReportEffect(lifecycle.finish(job, JobState.FAILED, now, outcome=action.outcome, reason=action.reason))
+    return None

@@ -1,0 +1,318 @@
+"""The queue in virtual time: jobs arrive, start, train, are interrupted, stopped and complete,
+and after each moment that changed something a pass of a scheduling policy decides over a snapshot
+of them. Its actions are applied through the same lifecycle functions the service uses.
+
+What replays the queue sits on it: `smq simulate` measures a workload's whole run
+(simulation/engine.py), and the live start estimates replay the queue as it stands until the jobs
+they ask about have started (forecast/). It measures nothing itself.
+
+Time moves from event to event; after the events of one moment a pass runs (`pass_delay_s` later,
+when set, modelling the scheduler queue's batching window). Start-up and restart times are drawn
+from a seeded generator, so one seed gives one run, bit for bit. It also plays SageMaker: a start
+the pool has no room for is refused (a policy that counts badly, like the seed's, gets this), and
+the rest of that pass is lost.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+import zlib
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.governance.actions import FallBackToOnDemand
+from smq_lambda.replay.events import Event, Timing
+from smq_lambda.replay.progress import Progress
+from smq_lambda.replay.timeline import Segment, Slots
+from smq_lambda.replay.trace_job import TraceJob
+from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.snapshot import Snapshot
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+PolicyFunction = Callable[[Snapshot, datetime], list[Action]]
+"""A scheduling pass: the actions for a snapshot at a moment."""
+PassObserver = Callable[[Snapshot, Sequence[Action], datetime], None]
+"""Sees every pass: the snapshot it decided over, its actions, and the virtual time."""
+
+
+class VirtualQueue:
+    """The queue of `trace`'s jobs in `pools`, decided by `policy`; `play` moves it forward."""
+
+    def __init__(
+        self,
+        trace: Sequence[TraceJob],
+        pools: Mapping[str, int],
+        policy: PolicyFunction,
+        *,
+        timing: Timing,
+        observe: PassObserver | None = None,
+    ) -> None:
+        self.observe = observe
+        self.trace = {job.name: job for job in trace}
+        self.pools = dict(pools)
+        self.policy = policy
+        self.timing = timing
+        self.random = random.Random(timing.seed)
+        self.clock = 0.0
+        self.events: list[tuple[float, int, int, str, int]] = []
+        self.sequence = itertools.count()
+        self.jobs: dict[str, Job] = {}
+        self.progress: dict[str, Progress] = {}
+        self.outside: Counter[str] = Counter()
+        self.slots = Slots(self.pools)
+        self.open_segments: dict[tuple[str, int], Segment] = {}
+        self.segments: list[Segment] = []
+        self.counts: Counter[str] = Counter()
+        self.lost: dict[str, float] = {"preemption": 0.0, "interruption": 0.0}
+        self.pass_scheduled = False
+        self.team_usage: Mapping[str, float] = {}  # what every pass sees of the teams' past use
+
+    def play(self, *, until_s: float = math.inf, max_events: int | None = None) -> int:
+        """Handle events, a pass after each moment's, until none is left, the next lies past `until_s`,
+        `max_events` were handled (checked between moments) or `done()`; returns the events handled."""
+        handled = 0
+        while self.events and self.events[0][0] <= until_s and not self.done():
+            if max_events is not None and handled >= max_events:
+                break
+            moment = self.events[0][0]
+            self._advance(moment)
+            changed = False
+            while self.events and self.events[0][0] == moment:
+                _, kind, _, name, token = heapq.heappop(self.events)
+                changed |= kind != Event.PASS
+                handled += 1
+                self._handle(Event(kind), name, token)
+            if changed and not self.pass_scheduled:
+                self.pass_scheduled = True
+                self._schedule(self.clock + self.timing.pass_delay_s, Event.PASS, "")
+        return handled
+
+    def done(self) -> bool:
+        return False  # a whole run plays until its events run out; a partial one says when it is done
+
+    def _schedule(self, at: float, kind: Event, name: str, token: int = 0) -> None:
+        heapq.heappush(self.events, (at, int(kind), next(self.sequence), name, token))
+
+    def _now(self) -> datetime:
+        return EPOCH + timedelta(seconds=self.clock)
+
+    def _advance(self, to: float) -> None:
+        self.clock = to
+
+    def _handle(self, kind: Event, name: str, token: int) -> None:
+        if kind is Event.PASS:
+            self.pass_scheduled = False
+            self._pass()
+            return
+        if kind is Event.SUBMITTED:
+            self._submit(self.trace[name])
+            return
+        if kind is Event.RELEASED:
+            self._release_outside(name, token)
+            return
+        job = self.jobs.get(name)
+        if job is None:
+            return
+        if kind is Event.READY and self._current(job, token) and job.state is JobState.STARTING:
+            self.jobs[name] = lifecycle.mark_running(job, self._now())
+            self.open_segments[(name, token)].running_s = self.clock
+            self._train(name)
+        elif kind is Event.RESUMED and self._current(job, token) and job.state is JobState.RUNNING:
+            self._train(name)
+        elif kind is Event.INTERRUPTED and token == self.progress[name].epoch:
+            self._interrupt(job)
+        elif kind is Event.COMPLETED and token == self.progress[name].epoch:
+            self._complete(job)
+        elif kind is Event.STOPPED and self._current(job, token) and job.state in RELEASING_STATES:
+            self._stop_landed(job)
+
+    @staticmethod
+    def _current(job: Job, attempt: int) -> bool:
+        return job.current_attempt is not None and job.current_attempt.number == attempt
+
+    def _submit(self, trace: TraceJob) -> None:
+        request: dict[str, Any] = {"EnableManagedSpotTraining": True} if trace.is_spot else {}
+        self.jobs[trace.name] = Job(
+            name=trace.name,
+            job_id=f"{zlib.crc32(trace.name.encode()):08x}",
+            state=JobState.PENDING,
+            priority=trace.priority,
+            submitted_at=self._now(),
+            demand={trace.pool: trace.instances},
+            owner=trace.team or "simulation",
+            team=trace.team,
+            request=request,
+        )
+        self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
+
+    def _pass(self) -> list[Action]:
+        active = tuple(job for job in self.jobs.values() if job.state is JobState.PENDING or job.is_live)
+        snapshot = Snapshot(jobs=active, external_usage=dict(self.outside), team_usage=self.team_usage)
+        actions = self.policy(snapshot, self._now())
+        self.counts["passes"] += 1
+        if self.observe is not None:
+            self.observe(snapshot, actions, self._now())
+        for action in actions:
+            if not self._apply(action):
+                break
+        return actions
+
+    def _apply(self, action: Action) -> bool:
+        """Apply one action; False when SageMaker refused a start (the pass ends there)."""
+        job = self.jobs[action.job_name]
+        if isinstance(action, ExplainWait):
+            self.jobs[job.name] = lifecycle.explain(job, self._now(), action.reason)
+        elif isinstance(action, StartJob):
+            return self._start(job, action)
+        elif isinstance(action, PreemptJob):
+            self._preempt(job)
+        return True
+
+    def _start(self, job: Job, action: StartJob) -> bool:
+        held = self._held()
+        free = {pool: self.pools.get(pool, 0) - held[pool] for pool in job.demand}
+        if job.state is not JobState.PENDING or not fits(job.demand, free):
+            self.counts["refused_starts"] += 1
+            return False
+        started = lifecycle.start(job, self._now(), reason=action.reason, backfill=action.backfill)
+        self.jobs[job.name] = started
+        progress = self.progress[job.name]
+        if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"
+            progress.waited += self.clock - progress.pending_since
+        progress.pending_since = None
+        self.counts["starts"] += 1
+        self.counts["backfill_starts"] += action.backfill
+        pool, count = next(iter(job.demand.items()))
+        segment = Segment(
+            job=job.name,
+            attempt=action.attempt,
+            team=progress.trace.team,
+            priority=job.priority,
+            pool=pool,
+            slots=self.slots.take(pool, count),
+            start_s=self.clock,
+            backfill=action.backfill,
+        )
+        self.open_segments[(job.name, action.attempt)] = segment
+        self._schedule(self.clock + self._startup(), Event.READY, job.name, action.attempt)
+        return True
+
+    def _held(self) -> Counter[str]:
+        held: Counter[str] = Counter(self.outside)
+        for job in self.jobs.values():
+            if job.state in LIVE_STATES:
+                held.update(job.demand)
+        return held
+
+    def _startup(self) -> float:
+        return self.random.uniform(self.timing.start_min_s, self.timing.start_max_s)
+
+    def _train(self, name: str) -> None:
+        """Training (re)starts: schedule whichever comes first, completion or the next interruption."""
+        progress = self.progress[name]
+        progress.epoch += 1
+        progress.training_since = self.clock
+        to_finish = progress.trace.duration_s - progress.kept
+        if progress.interruptions and progress.interruptions[0] - progress.trained < to_finish:
+            self._schedule(
+                self.clock + progress.interruptions[0] - progress.trained, Event.INTERRUPTED, name, progress.epoch
+            )
+        else:
+            self._schedule(self.clock + to_finish, Event.COMPLETED, name, progress.epoch)
+
+    def _halt(self, name: str, cause: str) -> float:
+        """Training stops now and falls back to the last checkpoint; the work lost is returned."""
+        progress = self.progress[name]
+        progress.epoch += 1
+        if progress.training_since is None:
+            return 0.0
+        reached = progress.at(self.clock)
+        progress.trained += self.clock - progress.training_since
+        progress.training_since = None
+        progress.kept = progress.saved(reached)
+        lost = reached - progress.kept
+        self.lost[cause] += lost
+        return lost
+
+    def _preempt(self, job: Job) -> None:
+        attempt = job.current_attempt
+        assert attempt is not None
+        self.jobs[job.name] = lifecycle.request_stop(job, self._now(), preempt=True, reason="preempted")
+        self.counts["preemptions"] += 1
+        segment = self.open_segments[(job.name, attempt.number)]
+        segment.stop_s = self.clock
+        segment.lost_work_s += self._halt(job.name, "preemption")
+        self._schedule(self.clock + self.progress[job.name].trace.stop_s, Event.STOPPED, job.name, attempt.number)
+
+    def _stop_landed(self, job: Job) -> None:
+        attempt = job.current_attempt
+        assert attempt is not None
+        self.jobs[job.name] = lifecycle.requeue(job, self._now(), outcome=AttemptOutcome.PREEMPTED, reason="preempted")
+        self.progress[job.name].pending_since = self.clock
+        self._close_segment(job.name, attempt.number, "preempted")
+
+    def _interrupt(self, job: Job) -> None:
+        attempt = job.current_attempt
+        assert attempt is not None
+        progress = self.progress[job.name]
+        segment = self.open_segments[(job.name, attempt.number)]
+        progress.interruptions.pop(0)
+        segment.interruptions.append(self.clock)
+        segment.lost_work_s += self._halt(job.name, "interruption")
+        self.counts["interruptions"] += 1
+        fallback = self._spot_fallback(job, len(segment.interruptions))
+        if fallback is None:
+            self._schedule(self.clock + self._startup(), Event.RESUMED, job.name, attempt.number)
+            return
+        self.jobs[job.name] = lifecycle.fall_back_to_on_demand(
+            job, self._now(), request=fallback.request, reason=fallback.reason
+        )
+        self.counts["spot_fallbacks"] += 1
+        progress.interruptions.clear()
+        progress.pending_since = self.clock
+        segment.stop_s = self.clock
+        self.outside.update(job.demand)
+        self._schedule(self.clock + progress.trace.stop_s, Event.RELEASED, job.name, attempt.number)
+
+    def _spot_fallback(self, job: Job, interruptions: int) -> FallBackToOnDemand | None:
+        """The fall back to on-demand of an interrupted spot job, if it falls back: never here (only
+        a run of smq with its governance rules falls back)."""
+        return None
+
+    def _release_outside(self, name: str, attempt: int) -> None:
+        trace = self.trace[name]
+        self.outside[trace.pool] -= trace.instances
+        if self.outside[trace.pool] <= 0:
+            del self.outside[trace.pool]
+        self._close_segment(name, attempt, "spot_fallback")
+
+    def _complete(self, job: Job) -> None:
+        attempt = job.current_attempt
+        assert attempt is not None
+        self.progress[job.name].training_since = None
+        self.jobs[job.name] = lifecycle.finish(
+            job, JobState.COMPLETED, self._now(), outcome=AttemptOutcome.COMPLETED, reason=None
+        )
+        self._close_segment(job.name, attempt.number, "completed")
+        del self.jobs[job.name]
+
+    def _close_segment(self, name: str, attempt: int, outcome: str) -> None:
+        segment = self.open_segments.pop((name, attempt))
+        segment.end_s = self.clock
+        segment.outcome = outcome
+        self.slots.give_back(segment.pool, segment.slots)
+        self.segments.append(segment)
+
+
+def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:
+    return all(available.get(pool, 0) >= count for pool, count in demand.items())
