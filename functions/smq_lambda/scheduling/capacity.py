@@ -89,14 +89,6 @@ class Ledger:
     def releasing(self, pool: str) -> int:
         return self._releasing[pool]
 
-    def never_fits(self, demand: Mapping[str, int]) -> str | None:
-        """The first pool the demand exceeds even when empty, if any."""
-        for pool, count in demand.items():
-            capacity = self.capacity(pool)
-            if capacity is not None and count > capacity:
-                return pool
-        return None
-
     def fits(self, demand: Mapping[str, int]) -> bool:
         """Every pool has the instances free right now (a heterogeneous job needs all of them)."""
         return all(self.shortfall(pool, count, counting_releasing=False) <= 0 for pool, count in demand.items())

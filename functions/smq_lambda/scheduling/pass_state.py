@@ -15,6 +15,7 @@ from smq_lambda.scheduling.aging import Boost
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
+from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
@@ -47,21 +48,22 @@ class PassState:
 
     def skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing: larger
-        than their pool, in start backoff, or larger than their team may ever hold."""
-        oversized = self.ledger.never_fits(job.demand)
-        if oversized is not None:
-            view = self.view(oversized, job.demand[oversized])
-            self.explain(job, reasons.never_fits(view, configured=oversized in self.config.pools))
-            return True
-        if job.not_before is not None and job.not_before > self.now:
-            self.explain(job, reasons.backoff(job.not_before, _refusal(job)))
-            return True
+        than their pool or in start backoff (`skips.skip_rule`, which the API applies too), or
+        larger than their team may ever hold."""
+        match skip_rule(job, self.now, self.ledger.capacity):
+            case TooLarge(pool):
+                view = self.view(pool, job.demand[pool])
+                self.explain(job, reasons.never_fits(view, configured=pool in self.config.pools))
+                return True
+            case InBackoff(until):
+                self.explain(job, reasons.backoff(until, _refusal(job)))
+                return True
         return self._beyond_reach(job)
 
     def _beyond_reach(self, job: Job) -> bool:
         """A job larger than its team may ever hold (its quota, plus what it may borrow: up to its
         borrow limit, never the quota of teams that reserve theirs). Without quotas the unassigned
-        group's reach is the whole pool, which `never_fits` checked."""
+        group's reach is the whole pool, which `skip_rule` checked."""
         teams = self.config.teams
         team = self.ledger.team(job)
         sharing, limit = teams.sharing(team), teams.borrow_limit(team)
