@@ -170,8 +170,10 @@ class SmqApiClient:
         """Enqueue a CreateTrainingJob request; the answer is the new job."""
         return self._call("POST", "/add-job", body=request)
 
-    def get_job(self, name: str) -> dict[str, Any]:
-        return self._call("GET", f"/jobs/{quote(name, safe='')}")
+    def get_job(self, name: str, *, include_request: bool = False) -> dict[str, Any]:
+        """The newest job of the name; with `include_request`, also its `request` (up to 256 KB)."""
+        query = {"include": "request"} if include_request else None
+        return self._call("GET", f"/jobs/{quote(name, safe='')}", query=query)
 
     def iter_jobs(
         self,

@@ -44,8 +44,8 @@ class JobNotFound(SmqError):
 class NotOwner(SmqError):
     """The caller is neither the job's owner nor an admin principal."""
 
-    def __init__(self, name: str, caller: str) -> None:
-        super().__init__(f"{caller} may not change job {name!r}: only its owner or an admin may")
+    def __init__(self, name: str, caller: str, *, action: str = "change job") -> None:
+        super().__init__(f"{caller} may not {action} {name!r}: only its owner or an admin may")
         self.name = name
         self.caller = caller
 

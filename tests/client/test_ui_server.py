@@ -179,6 +179,15 @@ def test_reads_need_no_token_and_go_to_the_api(ui: UiServer, upstream: Upstream)
     assert upstream.requests[-1]["path"] == "/prod/attempts?from=2026-11-26T09%3A00%3A00Z"
 
 
+def test_the_job_page_asks_for_the_request_only_when_it_wants_it(ui: UiServer, upstream: Upstream) -> None:
+    request = {"TrainingJobName": "j", "HyperParameters": {"lr": "0.1"}}
+    upstream.answers[("GET", "/jobs/j")] = (200, {"name": "j", "request": request})
+    status, body, _ = call(ui, "GET", "/api/jobs/j?include=request")
+    call(ui, "GET", "/api/jobs/j")
+    assert (status, body["request"]) == (200, request)
+    assert [r["path"] for r in upstream.requests] == ["/prod/jobs/j?include=request", "/prod/jobs/j"]
+
+
 def test_the_apis_refusal_is_passed_back_as_it_is(ui: UiServer, upstream: Upstream) -> None:
     upstream.answers[("DELETE", "/jobs/bobs")] = (403, {"message": "job bobs belongs to user/bob", "field": "name"})
     status, body, _ = call(ui, "DELETE", "/api/jobs/bobs", headers=own(ui))

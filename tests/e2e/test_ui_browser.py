@@ -121,6 +121,11 @@ def test_the_queue_the_timeline_and_who_may_cancel(
     screenshot(page, tmp_path, "pools")
 
     page.goto(ui.url + "#/job/bob-waits")
+    page.get_by_text("The CreateTrainingJob request").focus()
+    page.keyboard.press("Enter")
+    sync_api.expect(page.locator("#request pre")).to_contain_text(
+        "Only the job's owner or an admin may read its request"
+    )
     page.get_by_role("button", name="Cancel job").click()
     page.get_by_role("button", name="Cancel the job").click()
     sync_api.expect(page.locator("#action-result")).to_contain_text("Refused (403)")
@@ -129,6 +134,11 @@ def test_the_queue_the_timeline_and_who_may_cancel(
 
     page.goto(ui.url + "#/job/alice-first")
     sync_api.expect(page.get_by_role("heading", name="Job alice-first")).to_be_visible()
+    page.get_by_text("The CreateTrainingJob request").focus()
+    page.keyboard.press("Enter")
+    request = page.locator("#request pre")
+    sync_api.expect(request).to_contain_text('"TrainingJobName": "alice-first"')
+    sync_api.expect(request).to_contain_text('"smq_synthetic_duration"')
     page.get_by_role("button", name="Cancel job").focus()
     page.keyboard.press("Enter")
     page.get_by_role("button", name="Cancel the job").click()

@@ -124,12 +124,12 @@ class UiApp:
                 return Answer(HTTPStatus.OK, {"lines": [], "note": "no CloudWatch Logs client"})
             return Answer(HTTPStatus.OK, {"lines": attempt_log_lines(self._logs, unquote(logs.group(1)))})
         if job := _JOB_PATH.match(path):
-            return self._job(method, unquote(job.group(1)), body)
+            return self._job(method, unquote(job.group(1)), query, body)
         return Answer(HTTPStatus.NOT_FOUND, {"message": f"no such page: {method} {path}", "field": None})
 
-    def _job(self, method: str, name: str, body: bytes) -> Answer:
+    def _job(self, method: str, name: str, query: Mapping[str, str], body: bytes) -> Answer:
         if method == "GET":
-            return Answer(HTTPStatus.OK, self._client.get_job(name))
+            return Answer(HTTPStatus.OK, self._client.get_job(name, include_request=query.get("include") == "request"))
         if method == "DELETE":
             return Answer(HTTPStatus.ACCEPTED, self._client.cancel_job(name))
         if method == "PATCH":

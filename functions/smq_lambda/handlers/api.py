@@ -2,8 +2,9 @@
 
 Routes only parse and shape; QueueService decides. Typed errors map to status codes by class (never
 by message), every 4xx body is `{"message", "field"}`, and no input produces a 500: what the body,
-path or query can get wrong is checked here or in the submission rules before the table is touched.
-An AWS service that throttles or cannot be reached is a 503 with `Retry-After`, never a 500.
+path or query can get wrong is checked here, in query_params.py or in the submission rules before
+the table is touched. An AWS service that throttles or cannot be reached is a 503 with
+`Retry-After`, never a 500.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from smq_lambda.domain.model import JOB_ID_PATTERN
-from smq_lambda.domain.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import (
     AccessDenied,
     ConfigError,
@@ -43,12 +42,13 @@ from smq_lambda.errors import (
     ServiceUnavailable,
     VersionConflict,
 )
+from smq_lambda.handlers import query_params as params
 from smq_lambda.handlers.read_routes import register_read_routes
 from smq_lambda.handlers.replays import REPLAY_CONFIG, REPLAYED
 from smq_lambda.handlers.tracing import traced
 from smq_lambda.handlers.views import error_view, job_view, page_view
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy, is_instance_type
+from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy
 from smq_lambda.settings import Settings
 
 if TYPE_CHECKING:
@@ -58,13 +58,6 @@ logger = Logger(service="smq")
 NAMESPACE = "smq"
 
 MAX_BODY_BYTES = MAX_REQUEST_BYTES
-MAX_TOKEN_LENGTH = 512
-"""Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
-far below DynamoDB's 1 KB limit on a sort key value."""
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 100
-MAX_OWNER_LENGTH = 2048
-"""The longest IAM ARN."""
 ANONYMOUS = "anonymous"
 """Owner of requests without an IAM identity; API Gateway's AWS_IAM authorization never lets one
 through, so only a local front without signing produces it."""
@@ -107,11 +100,11 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     def list_jobs() -> Response:
         query = app.current_event.query_string_parameters or {}
         page = service.list_jobs(
-            states=_states(query.get("state")),
-            pool=_pool(query.get("pool")),
-            owner=_owner(query.get("owner")),
-            limit=_limit(query.get("limit")),
-            next_token=_next_token(query.get("next_token")),
+            states=params.states(query.get("state")),
+            pool=params.pool(query.get("pool")),
+            owner=params.owner(query.get("owner")),
+            limit=params.limit(query.get("limit")),
+            next_token=params.next_token(query.get("next_token")),
         )
         return _json(200, page_view(page))
 
@@ -119,7 +112,11 @@ def create_app(service: QueueService, idempotency_store: BasePersistenceLayer | 
     def get_job(name: str) -> Response:
         logger.append_keys(job=name)
         query = app.current_event.query_string_parameters or {}
-        return _json(200, job_view(service.get(name, _job_id(query.get("job_id")))))
+        entry = service.get(name, params.job_id(query.get("job_id")))
+        with_request = params.includes_request(query.get("include"))
+        if with_request:
+            service.check_may_read_request(entry.job, _caller(app.current_event))
+        return _json(200, job_view(entry, with_request=with_request))
 
     @app.patch("/jobs/<name>")
     def change_priority(name: str) -> Response:
@@ -339,57 +336,3 @@ def _json_body(event: APIGatewayProxyEvent) -> object:
         raise InvalidRequest(None, "the body is not valid JSON: it nests too deeply") from exc
     except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
         raise InvalidRequest(None, f"the body is not valid JSON: {exc}") from exc
-
-
-def _states(value: str | None) -> frozenset[JobState]:
-    if value is None:
-        return ACTIVE_STATES
-    if value == "all":
-        return frozenset(JobState)
-    known = {str(state): state for state in JobState}
-    parts = value.split(",")
-    if not all(part in known for part in parts):
-        raise InvalidRequest("state", f"state must be 'all' or a comma-separated list of: {', '.join(known)}")
-    return frozenset(known[part] for part in parts)
-
-
-def _pool(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not is_instance_type(value):
-        raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
-    return value
-
-
-def _job_id(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not JOB_ID_PATTERN.fullmatch(value):
-        raise InvalidRequest(
-            "job_id", "job_id must be a job id as GET /jobs/{name} lists them (at most 64 of a-z A-Z 0-9 -)"
-        )
-    return value
-
-
-def _owner(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not 1 <= len(value) <= MAX_OWNER_LENGTH:
-        raise InvalidRequest("owner", f"owner must be an IAM principal ARN of 1 to {MAX_OWNER_LENGTH} characters")
-    return value
-
-
-def _limit(value: str | None) -> int:
-    if value is None:
-        return DEFAULT_LIMIT
-    if not (value.isascii() and value.isdigit() and len(value) <= 3 and 1 <= int(value) <= MAX_LIMIT):
-        raise InvalidRequest("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
-    return int(value)
-
-
-def _next_token(value: str | None) -> str | None:
-    if not value:
-        return None
-    if len(value) > MAX_TOKEN_LENGTH:
-        raise InvalidRequest("next_token", "next_token is not a token returned by GET /jobs (too long)")
-    return value

@@ -3,12 +3,12 @@ timeline). Routes only parse and shape; QueueService decides, and the API's erro
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 
 from smq_lambda.errors import InvalidRequest
+from smq_lambda.handlers import query_params as params
 from smq_lambda.handlers.views import attempt_view, pools_view, quotas_view, timestamp
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.timeline import TimelineAttempt
@@ -26,10 +26,10 @@ def register_read_routes(app: APIGatewayRestResolver, service: QueueService) -> 
     @app.get("/attempts")
     def attempts() -> Response:
         query = app.current_event.query_string_parameters or {}
-        start = _time("from", query.get("from"))
+        start = params.zoned_time("from", query.get("from"))
         if start is None:
             raise InvalidRequest("from", "from is required: an ISO 8601 time such as 2026-11-26T09:00:00Z")
-        end = _time("to", query.get("to"))
+        end = params.zoned_time("to", query.get("to"))
         found = service.attempts_between(start, end)
         return _json(
             {"attempts": [timeline_view(item) for item in found], "from": timestamp(start), "to": timestamp(end)}
@@ -51,19 +51,6 @@ def timeline_view(item: TimelineAttempt) -> dict[str, Any]:
         "team": job.team,
         "backfill": item.attempt.backfill,
     }
-
-
-def _time(field: str, value: str | None) -> datetime | None:
-    """An ISO 8601 time with a zone (`Z` or an offset); None when absent."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise InvalidRequest(field, f"{field} must be an ISO 8601 time with a zone, such as 2026-11-26T09:00:00Z")
-    return parsed
 
 
 def _json(body: dict[str, Any]) -> Response:

@@ -38,7 +38,9 @@ def change_view(change: Change) -> dict[str, Any]:
     return {"at": timestamp(change.at), "by": change.by, "what": change.what}
 
 
-def job_view(entry: PositionedJob) -> dict[str, Any]:
+def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, Any]:
+    """With `with_request`, also the CreateTrainingJob request as stored: what the queue sends to
+    SageMaker (up to 256 KB, so only GET /jobs/{name}?include=request carries it)."""
     job = entry.job
     attempt = job.current_attempt
     view: dict[str, Any] = {
@@ -69,6 +71,8 @@ def job_view(entry: PositionedJob) -> dict[str, Any]:
             "assumed": estimate.assumed,
             "computed_at": timestamp(estimate.computed_at),
         }
+    if with_request:
+        view["request"] = dict(job.request)
     return view
 
 

@@ -156,6 +156,12 @@ class QueueService:
         name (kept until its TTL, listed in the newest one's `earlier_job_ids`)."""
         return self._positioned(self._load(name, job_id))
 
+    def check_may_read_request(self, job: Job, caller: str) -> None:
+        """A request may carry secrets (`Environment`, `HyperParameters`): only the job's owner or an
+        admin reads it back, under the rule that lets them change the job."""
+        if not self._access().may_change(job.owner, caller):
+            raise NotOwner(job.name, caller, action="read the request of job")
+
     def list_jobs(
         self,
         *,

@@ -205,10 +205,34 @@ async function refreshPools() {
 
 let lastAction = { job: null, text: "", isError: false };
 
+// The request (up to 256 KB) is fetched with the job's first load and, while its block is open, with
+// every refresh (a spot fallback rewrites it); otherwise the text last fetched is kept.
+const requestText = new Map();
+let requestOpen = false;
+
+// Only the job's owner or an admin may read its request (it may carry secrets): for anyone else the
+// API answers 403, and the page shows the job without it.
+async function jobWithRequest(path, name) {
+  try {
+    return await api("GET", `${path}?include=request`);
+  } catch (error) {
+    if (error.status !== 403) throw error;
+    const job = await api("GET", path);
+    requestText.set(name, { jobId: job.job_id, refused: true, text: "Only the job's owner or an admin may read its request." });
+    return job;
+  }
+}
+
 async function refreshJob() {
   const name = decodeURIComponent(location.hash.split("/")[2] || "");
   if (document.getElementById("confirm").open) return;
-  const job = await api("GET", `/api/jobs/${encodeURIComponent(name)}`);
+  const known = requestText.get(name);
+  const path = `/api/jobs/${encodeURIComponent(name)}`;
+  const wantsRequest = (requestOpen || !known) && !(known && known.refused);
+  const job = wantsRequest ? await jobWithRequest(path, name) : await api("GET", path);
+  if (job.request) requestText.set(name, { jobId: job.job_id, text: JSON.stringify(job.request, null, 2) });
+  else if (known && known.jobId !== job.job_id) requestText.delete(name); // a new job of the name: fetched next time
+  const request = requestText.get(name);
   const root = document.getElementById("job");
   if (!root) return;
   const active = document.activeElement && document.activeElement.id;
@@ -247,8 +271,10 @@ async function refreshJob() {
       job.history.map((c) => el("li", {}, when(c.at), ` ${shortOwner(c.by)}: ${c.what}`))) : el("p", {}, "None."),
     el("h2", { id: "logs-title" }, last ? `Log lines of ${last.training_job_name}` : "Log lines"),
     el("pre", { id: "log-lines", "aria-labelledby": "logs-title", tabindex: 0 }, logText.get(name) || "No log lines yet."),
-    job.request ? [el("h2", { id: "request-title" }, "Request"),
-      el("pre", { "aria-labelledby": "request-title", tabindex: 0 }, JSON.stringify(job.request, null, 2))] : "");
+    el("h2", { id: "request-title" }, "Request"),
+    el("details", { id: "request", open: requestOpen, ontoggle: (e) => { requestOpen = e.target.open; } },
+      el("summary", { id: "request-summary" }, "The CreateTrainingJob request, as the queue sends it to SageMaker"),
+      el("pre", { "aria-labelledby": "request-title", tabindex: 0 }, request ? request.text : "Loading…")));
   if (active && document.getElementById(active)) document.getElementById(active).focus();
   setStatus("");
   if (last) refreshLogs(name, last.training_job_name);

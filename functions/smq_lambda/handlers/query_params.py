@@ -1,0 +1,93 @@
+"""The API's query parameters, checked: each parser returns the value a route passes on, or raises
+InvalidRequest naming the parameter, so a bad query is a 400 before the table is touched."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from smq_lambda.domain.model import JOB_ID_PATTERN
+from smq_lambda.domain.states import ACTIVE_STATES, JobState
+from smq_lambda.errors import InvalidRequest
+from smq_lambda.service.submission import is_instance_type
+
+MAX_TOKEN_LENGTH = 512
+"""Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
+far below DynamoDB's 1 KB limit on a sort key value."""
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+MAX_OWNER_LENGTH = 2048
+"""The longest IAM ARN."""
+
+
+def states(value: str | None) -> frozenset[JobState]:
+    if value is None:
+        return ACTIVE_STATES
+    if value == "all":
+        return frozenset(JobState)
+    known = {str(state): state for state in JobState}
+    parts = value.split(",")
+    if not all(part in known for part in parts):
+        raise InvalidRequest("state", f"state must be 'all' or a comma-separated list of: {', '.join(known)}")
+    return frozenset(known[part] for part in parts)
+
+
+def pool(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not is_instance_type(value):
+        raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
+    return value
+
+
+def job_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not JOB_ID_PATTERN.fullmatch(value):
+        raise InvalidRequest(
+            "job_id", "job_id must be a job id as GET /jobs/{name} lists them (at most 64 of a-z A-Z 0-9 -)"
+        )
+    return value
+
+
+def owner(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not 1 <= len(value) <= MAX_OWNER_LENGTH:
+        raise InvalidRequest("owner", f"owner must be an IAM principal ARN of 1 to {MAX_OWNER_LENGTH} characters")
+    return value
+
+
+def limit(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if not (value.isascii() and value.isdigit() and len(value) <= 3 and 1 <= int(value) <= MAX_LIMIT):
+        raise InvalidRequest("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+    return int(value)
+
+
+def next_token(value: str | None) -> str | None:
+    if not value:
+        return None
+    if len(value) > MAX_TOKEN_LENGTH:
+        raise InvalidRequest("next_token", "next_token is not a token returned by GET /jobs (too long)")
+    return value
+
+
+def includes_request(value: str | None) -> bool:
+    """`include=request` of GET /jobs/{name}: the job's stored request (up to 256 KB) is sent only when asked."""
+    if value not in (None, "request"):
+        raise InvalidRequest("include", "include must be 'request' (the job's CreateTrainingJob request)")
+    return value == "request"
+
+
+def zoned_time(field: str, value: str | None) -> datetime | None:
+    """An ISO 8601 time with a zone (`Z` or an offset); None when absent."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise InvalidRequest(field, f"{field} must be an ISO 8601 time with a zone, such as 2026-11-26T09:00:00Z")
+    return parsed
