@@ -50,11 +50,13 @@ def test_smq_quotas_shows_the_teams_of_the_config_file_and_what_they_use(
     workdir = tmp_path / "up"
     command = [sys.executable, "-m", "smq.cli", "local", "up", "--config", str(config), "--port", "0",
                "--executor", "synthetic", "--workdir", str(workdir), "--stop-grace", "2"]  # fmt: skip
-    up = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Its output goes to a file: a pipe nobody reads fills up and blocks the stack mid-shutdown.
+    output = tmp_path / "up.log"
+    up = subprocess.Popen(command, stdout=output.open("w"), stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
         while not (workdir / "stack.json").exists():
-            assert up.poll() is None, up.stdout.read() if up.stdout else ""
+            assert up.poll() is None, output.read_text()
             assert time.monotonic() < deadline, "the stack did not come up"
             time.sleep(0.2)
         for key, value in read_state(workdir)["env"].items():  # what `smq local up` prints to export
@@ -88,11 +90,11 @@ def test_smq_quotas_shows_the_teams_of_the_config_file_and_what_they_use(
         assert "Teams by the tag 'team'" in table
 
         up.send_signal(signal.SIGINT)
-        assert up.wait(timeout=60) == 0
+        assert up.wait(timeout=120) == 0, output.read_text()
     finally:
         if up.poll() is None:
             up.kill()
             up.wait(timeout=30)
-    printed = up.stdout.read() if up.stdout else ""
+    printed = output.read_text()
     assert f'pools: {{"{POOL}": 3}}' in printed, printed
     assert not (workdir / "stack.json").exists()
