@@ -5,8 +5,7 @@ pass to pass, race-safe."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 import pytest
 from smq_lambda.domain.model import Job
@@ -16,27 +15,12 @@ from smq_lambda.errors import VersionConflict
 from smq_lambda.ports import TeamUsageRecord
 from smq_lambda.scheduling import window
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.service import passes
 
 from tests.service.harness import POOL, World, queued_job
 from tests.support.fakes import InMemoryJobStore
 
 CAPACITY = 4
 TEAMS = Teams(quotas={"a": Quota(instances={POOL: 2}), "b": Quota(instances={POOL: 2})}, usage_half_life_s=3600)
-
-
-@pytest.fixture
-def decided(monkeypatch: pytest.MonkeyPatch) -> list[Snapshot]:
-    """Every snapshot a pass decides over, in order."""
-    snapshots: list[Snapshot] = []
-    real = passes.decide_pass
-
-    def spy(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Any:
-        snapshots.append(snapshot)
-        return real(snapshot, now, config)
-
-    monkeypatch.setattr(passes, "decide_pass", spy)
-    return snapshots
 
 
 def create(world: World, name: str, team: str | None, priority: int = 0, instances: int = 1) -> Job:

@@ -10,7 +10,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain.model import Job, order_key
@@ -26,20 +25,6 @@ CAPACITY = 4
 RESERVING_A = Teams(quotas={"a": Quota(instances={POOL: 2}, sharing=Sharing.RESERVE)})
 """Team a reserves 2 of the 4 instances and never borrows; the unassigned group has the other 2."""
 REMOVED = "gone"
-
-
-@pytest.fixture
-def decided(monkeypatch: pytest.MonkeyPatch) -> list[Snapshot]:
-    """Every snapshot a pass decides over, in order."""
-    snapshots: list[Snapshot] = []
-    real = passes.decide_pass
-
-    def spy(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Any:
-        snapshots.append(snapshot)
-        return real(snapshot, now, config)
-
-    monkeypatch.setattr(passes, "decide_pass", spy)
-    return snapshots
 
 
 def create(world: World, name: str, team: str | None, priority: int = 0, instances: int = 1) -> Job:
