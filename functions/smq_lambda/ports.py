@@ -109,6 +109,16 @@ class JobStore(Protocol):
         ...
 
 
+class TrainingEndListener(Protocol):
+    """Told when one of the queue's own attempts ends in SageMaker (Completed, Failed or Stopped):
+    its TrainingTimeInSeconds and BillableTimeInSeconds are final then. Told of every such report,
+    duplicates and late ones included, after the job's own write, so a listener records
+    idempotently (keyed by the attempt's training job name). An error it raises fails the report,
+    whose redelivery tells it again."""
+
+    def on_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None: ...
+
+
 class TrainingService(Protocol):
     """SageMaker training jobs."""
 

@@ -11,7 +11,7 @@ from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.domain.model import Job, demand_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
-from smq_lambda.ports import JobStore
+from smq_lambda.ports import JobStore, TrainingEndListener
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler
 
@@ -20,6 +20,7 @@ from tests.support.fake_team_usage import InMemoryTeamUsageHistory
 from tests.support.fakes import (
     FakeClock,
     FakeConfigSource,
+    FakeTrainingJob,
     FakeTrainingService,
     InMemoryJobStore,
     InMemoryPoolUsageBoard,
@@ -73,6 +74,7 @@ class World:
     notifier: RecordingNotifier = field(default_factory=RecordingNotifier)
     stack: str | None = None
     """The stack's name (`smq:stack`); None: a stack that tells no other smq stack apart."""
+    training_end_listeners: list[TrainingEndListener] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -91,6 +93,7 @@ class World:
             team_usage=self.team_usage,
             notifier=self.notifier,
             stack=self.stack,
+            training_end_listeners=self.training_end_listeners,
         )
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:
@@ -152,3 +155,16 @@ class World:
 
     def later(self, seconds: float) -> None:
         self.clock.advance(timedelta(seconds=seconds))
+
+
+def started_outside_the_queue(
+    world: World, name: str, status: str, *, tagged_job: str, tagged_attempt: int
+) -> dict[str, Any]:
+    """A training job someone created directly, wearing a queue job's tags; returns its event."""
+    request = {
+        "TrainingJobName": name,
+        "ResourceConfig": {"InstanceType": POOL, "InstanceCount": 1, "VolumeSizeInGB": 30},
+        "Tags": [{"Key": "smq:job", "Value": tagged_job}, {"Key": "smq:attempt", "Value": str(tagged_attempt)}],
+    }
+    world.sagemaker.jobs[name] = FakeTrainingJob(name=name, request=request, status=status, secondary_status=status)
+    return world.event(name)

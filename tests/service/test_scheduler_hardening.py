@@ -14,23 +14,9 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.ports import PoolMeasure
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
-from tests.service.harness import POOL, World, queued_job
-from tests.support.fakes import FakeTrainingJob
+from tests.service.harness import POOL, World, queued_job, started_outside_the_queue
 
 OTHER_POOL = "ml.g5.xlarge"
-
-
-def started_outside_the_queue(
-    world: World, name: str, status: str, *, tagged_job: str, tagged_attempt: int
-) -> dict[str, Any]:
-    """A training job someone created directly, wearing a queue job's tags; returns its event."""
-    request = {
-        "TrainingJobName": name,
-        "ResourceConfig": {"InstanceType": POOL, "InstanceCount": 1, "VolumeSizeInGB": 30},
-        "Tags": [{"Key": "smq:job", "Value": tagged_job}, {"Key": "smq:attempt", "Value": str(tagged_attempt)}],
-    }
-    world.sagemaker.jobs[name] = FakeTrainingJob(name=name, request=request, status=status, secondary_status=status)
-    return world.event(name)
 
 
 def own_name(world: World, job_name: str) -> str:

@@ -251,6 +251,7 @@ class SageMakerTrainingService:
             end_time=response.get("TrainingEndTime"),
             secondary_status_transitions=tuple(response.get("SecondaryStatusTransitions") or ()),
             training_time_seconds=response.get("TrainingTimeInSeconds"),
+            billable_time_seconds=response.get("BillableTimeInSeconds"),
         )
 
     def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:

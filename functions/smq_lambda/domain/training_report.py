@@ -24,6 +24,9 @@ class TrainingJobStatus:
     interruptions and training time from it, so a duplicate or late report counts nothing twice."""
     training_time_seconds: int | None = None
     """TrainingTimeInSeconds, once SageMaker reports one (at the end of the training job)."""
+    billable_time_seconds: int | None = None
+    """BillableTimeInSeconds, once SageMaker reports one (at the end): the seconds it bills per
+    instance, already reduced by the managed spot saving."""
 
     def description(self) -> dict[str, Any]:
         """This report in DescribeTrainingJob's shape, which the governance rules read (an event's
@@ -37,4 +40,6 @@ class TrainingJobStatus:
         }
         if self.training_time_seconds is not None:
             described["TrainingTimeInSeconds"] = self.training_time_seconds
+        if self.billable_time_seconds is not None:
+            described["BillableTimeInSeconds"] = self.billable_time_seconds
         return described

@@ -86,9 +86,8 @@ def state_change(event: Mapping[str, Any]) -> StateChange:
     transitions = detail.get("SecondaryStatusTransitions") or []
     if not isinstance(transitions, list) or not all(isinstance(item, dict) for item in transitions):
         raise Malformed("SecondaryStatusTransitions is not a list of objects")
-    training_time = detail.get("TrainingTimeInSeconds")
-    if training_time is not None and (isinstance(training_time, bool) or not isinstance(training_time, int)):
-        raise Malformed("TrainingTimeInSeconds is not an integer")
+    training_time = _optional_seconds(detail, "TrainingTimeInSeconds")
+    billable_time = _optional_seconds(detail, "BillableTimeInSeconds")
     status = TrainingJobStatus(
         name=_text(detail, "TrainingJobName"),
         status=_text(detail, "TrainingJobStatus"),
@@ -97,6 +96,7 @@ def state_change(event: Mapping[str, Any]) -> StateChange:
         tags=tags,
         secondary_status_transitions=tuple(transitions),
         training_time_seconds=training_time,
+        billable_time_seconds=billable_time,
     )
     return StateChange(detail=detail, status=status)
 
@@ -105,6 +105,13 @@ def _text(detail: Mapping[str, Any], key: str) -> str:
     value = detail.get(key)
     if not isinstance(value, str) or not value:
         raise Malformed(f"{key} is not a string")
+    return value
+
+
+def _optional_seconds(detail: Mapping[str, Any], key: str) -> int | None:
+    value = detail.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise Malformed(f"{key} is not a non-negative integer")
     return value
 
 

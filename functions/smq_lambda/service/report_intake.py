@@ -7,7 +7,7 @@ attempt's training job holds until SageMaker reports its end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,12 +16,20 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import Job, is_another_stacks
-from smq_lambda.domain.training_status import IN_PROGRESS, STOPPING, is_own_attempt, is_stale
+from smq_lambda.domain.training_status import (
+    COMPLETED,
+    FAILED,
+    IN_PROGRESS,
+    STOPPED,
+    STOPPING,
+    is_own_attempt,
+    is_stale,
+)
 from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import tag_map
-from smq_lambda.ports import JobStore, PolicySource, TrainingJobStatus
+from smq_lambda.ports import JobStore, PolicySource, TrainingEndListener, TrainingJobStatus
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects, isolated
 
@@ -30,6 +38,8 @@ logger = Logger(service="smq", child=True)
 REPORT_RETRIES = 5
 HOLDING_STATUSES = frozenset({IN_PROGRESS, STOPPING})
 """Statuses in which a training job holds its instances."""
+ENDED_STATUSES = frozenset({COMPLETED, FAILED, STOPPED})
+"""Statuses in which a training job's times (training, billable) are final."""
 
 
 @dataclass
@@ -60,15 +70,18 @@ class ReportIntake:
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,
         stack: str | None = None,
+        training_end_listeners: Sequence[TrainingEndListener] = (),
     ) -> None:
         """`stack`: this stack's name; a training job tagged with another smq stack's is outside
-        this queue whatever job its tags name, and only its instances are counted."""
+        this queue whatever job its tags name, and only its instances are counted.
+        `training_end_listeners`: told of each own attempt's end in SageMaker (costs, durations)."""
         self._store = store
         self._effects = effects
         self._clock = clock
         self._policy = policy
         self._idle_watch = idle_watch
         self._stack = stack
+        self._training_end_listeners = tuple(training_end_listeners)
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:
         """Apply one SageMaker status report (event or describe) to its job. Duplicates and reports of
@@ -115,6 +128,7 @@ class ReportIntake:
                 self._stop_if_orphan(job, attempt_number, status)
                 if self._idle_watch is not None:
                     self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
+                self._tell_training_end(job, attempt_number, status)
                 return None
             try:
                 saved = self._store.save(effect.job, expected_version=job.version)
@@ -131,9 +145,15 @@ class ReportIntake:
                 self._idle_watch.on_report(job, saved, attempt_number, status, policy, alarm_names)
             if effect.notice is not None:
                 self._effects.notify(effect.notice)
+            self._tell_training_end(saved, attempt_number, status)
             return saved
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
+
+    def _tell_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
+        if status.status in ENDED_STATUSES:
+            for listener in self._training_end_listeners:
+                listener.on_training_end(job, attempt_number, status)
 
     def _track_closed_attempt(self, before: Job, after: Job, attempt_number: int, status: TrainingJobStatus) -> None:
         """A training job of an attempt the job has closed (a spot attempt that fell back and is

@@ -9,7 +9,7 @@ service/job_effects.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +22,7 @@ from smq_lambda.ports import (
     PolicySource,
     PoolUsageBoard,
     TeamUsageHistory,
+    TrainingEndListener,
     TrainingJobStatus,
     TrainingService,
 )
@@ -50,15 +51,23 @@ class Scheduler:
         team_usage: TeamUsageHistory | None = None,
         notifier: Notifier | None = None,
         stack: str | None = None,
+        training_end_listeners: Sequence[TrainingEndListener] = (),
     ) -> None:
         """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
         alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
         every pass decides with no past usage (see service/team_usage.py). `notifier` None: no
         notifications topic, so the owners' notices (preemption, spot fallback, retry) are only logged.
-        `stack`: this stack's name, which tells another smq stack's attempts apart (see report_intake.py)."""
+        `stack`: this stack's name, which tells another smq stack's attempts apart (see report_intake.py).
+        `training_end_listeners`: told of each own attempt's end in SageMaker (see ports.py)."""
         effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits, notifier=notifier)
         self._reports = ReportIntake(
-            store=store, effects=effects, clock=clock, policy=policy, idle_watch=idle_watch, stack=stack
+            store=store,
+            effects=effects,
+            clock=clock,
+            policy=policy,
+            idle_watch=idle_watch,
+            stack=stack,
+            training_end_listeners=training_end_listeners,
         )
         self._reconciler = Reconciler(
             store=store,
