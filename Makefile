@@ -9,22 +9,27 @@ STAMP_SDK3 := $(VENV_SDK3)/.installed
 # project and rewriting the tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-sdk3 test test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-pass-cost bench-cold-import bench-kueue lint clean
+.PHONY: setup setup-sdk3 test test-suite test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-estimates bench-pass-cost bench-cold-import bench-kueue lint clean
 
+# --no-compile: Python compiles the modules a process imports on first use (bytecode caches on, see
+# above), which is a fraction of the CPU of compiling every installed file up front.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install --no-compile -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 # SageMaker SDK v3 client tests need their own environment: the two SDK majors cannot share one.
-# After .venv: both editable installs write smq_sagemaker.egg-info in the tree.
-$(STAMP_SDK3): pyproject.toml | $(STAMP)
+# Its editable install keeps its egg-info inside .venv-sdk3 (setuptools reads DIST_EXTRA_CONFIG),
+# away from the one .venv's writes in the tree, so the two environments can install side by side.
+$(STAMP_SDK3): pyproject.toml
 	$(PYTHON) -m venv $(VENV_SDK3)
+	printf '[egg_info]\negg_base = $(VENV_SDK3)\n' > $(VENV_SDK3)/egg-info.cfg
 	$(VENV_SDK3)/bin/python -m pip install --upgrade pip
-	$(VENV_SDK3)/bin/python -m pip install -e '.[local,sdk3]' 'pytest>=8' 'pytest-timeout>=2.3' 'hypothesis>=6.100'
+	DIST_EXTRA_CONFIG=$(VENV_SDK3)/egg-info.cfg $(VENV_SDK3)/bin/python -m pip install --no-compile \
+		-e '.[local,sdk3]' 'pytest>=8' 'pytest-timeout>=2.3' 'hypothesis>=6.100'
 	touch $(STAMP_SDK3)
 
 setup-sdk3: $(STAMP_SDK3)
@@ -33,9 +38,13 @@ setup-sdk3: $(STAMP_SDK3)
 # the order tests/conftest.py gives (files with slow tests first), not xdist's most-tests-first.
 PYTEST := $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
-# Lint and the SDK v3 environment and tests run side by side: each keeps one core busy.
-test: setup
-	$(MAKE) -j2 --output-sync=target lint test-sdk3
+# Everything side by side, each target's output shown whole when it ends: the two environments
+# install together, then lint and the SDK v3 tests run beside the suite, filling the time its
+# workers wait on processes and clocks. Any failure fails `make test`.
+test:
+	$(MAKE) -j3 --output-sync=target lint test-sdk3 test-suite
+
+test-suite: setup
 	$(PYTEST)
 
 test-sdk3: setup-sdk3
@@ -54,7 +63,7 @@ demo: setup
 	$(VENV)/bin/smq local demo
 
 BENCH_JSON := .bench
-BENCH_TARGETS := bench-scheduler bench-simulate bench-trainer bench-pass-cost bench-cold-import bench-kueue
+BENCH_TARGETS := bench-scheduler bench-simulate bench-estimates bench-trainer bench-pass-cost bench-cold-import bench-kueue
 
 bench: $(BENCH_TARGETS)
 
@@ -63,6 +72,9 @@ bench-scheduler: setup
 
 bench-simulate: setup
 	$(PY) bench/bench_simulate.py --json $(BENCH_JSON)/simulate.json
+
+bench-estimates: setup
+	$(PY) bench/bench_estimates.py --json $(BENCH_JSON)/estimates.json
 
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py

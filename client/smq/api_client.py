@@ -229,6 +229,12 @@ class SmqApiClient:
         """GET /quotas as answered: `{"teams": [...], "team_tag", "measured_at"}`."""
         return self._call("GET", "/quotas")
 
+    def get_costs(self, by: str | None = None, since: str | None = None) -> dict[str, Any]:
+        """GET /costs as answered: `{"by", "since", "until", "prices", "total", "groups": [...]}`.
+        `by`: team (default), owner or `tag:<key>`; `since`: `30d` or a UTC date (default: this month)."""
+        query = {name: value for name, value in (("by", by), ("since", since)) if value}
+        return self._call("GET", "/costs", query=query)
+
     # ------------------------------------------------------------------ transport
 
     def signed_request(

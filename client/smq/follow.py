@@ -15,9 +15,10 @@ from typing import Any
 import botocore.exceptions
 
 from smq.api_client import SmqApiClient
-from smq.jobs import TERMINAL_STATES, current_attempt, estimated_start, now_utc, starts_in
+from smq.jobs import TERMINAL_STATES, current_attempt, estimated_cost_text, estimated_start, now_utc
 from smq.logs import AttemptLogs
 from smq.sdk_helpers import ColorWrap, secondary_training_status_changed, secondary_training_status_message
+from smq.start_estimates import start_phrase
 
 NOT_FOUND_CODES = frozenset({"ValidationException", "ResourceNotFound", "ResourceNotFoundException"})
 """What DescribeTrainingJob says about a name SageMaker does not know (yet)."""
@@ -185,7 +186,9 @@ def _position_change(previous: Mapping[str, Any], job: Mapping[str, Any]) -> lis
     newly_estimated = _estimate(previous) is None and _estimate(job) is not None
     if job["state"] != "pending" or not (moved or newly_estimated):
         return []
-    return [f"{job['name']} is at position {job.get('position')} in {job['pool']}{_reason(job)}{_starts(job)}"]
+    return [
+        f"{job['name']} is at position {job.get('position')} in {job['pool']}{_reason(job)}{_starts(job)}{_cost(job)}"
+    ]
 
 
 def _state_line(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> list[str]:
@@ -196,7 +199,8 @@ def _state_line(previous: Mapping[str, Any] | None, job: Mapping[str, Any]) -> l
     reason = _reason(job)
     if state == "pending":
         again = "back in the queue" if previous is not None and attempt else "pending"
-        return [f"{name} is {again} at position {job.get('position')} in {job['pool']}{reason}{_starts(job)}"]
+        where = f"at position {job.get('position')} in {job['pool']}"
+        return [f"{name} is {again} {where}{reason}{_starts(job)}{_cost(job)}"]
     if state == "starting" and previous is None:
         return [f"starting attempt {number} of {name} as SageMaker training job {job.get('training_job_name')}"]
     if state == "running":
@@ -222,9 +226,15 @@ def _estimate(job: Mapping[str, Any]) -> datetime | None:
 
 
 def _starts(job: Mapping[str, Any]) -> str:
-    """`; estimated start in 2h10m` when the queue can tell."""
-    at = _estimate(job)
-    return f"; estimated start {starts_in(at, now_utc())}" if at is not None else ""
+    """`; estimated start in 3–7 min` when the queue can tell (see start_estimates.py)."""
+    phrase = start_phrase(job["estimated_start"], now_utc()) if estimated_start(job) is not None else None
+    return f"; estimated start {phrase}" if phrase is not None else ""
+
+
+def _cost(job: Mapping[str, Any]) -> str:
+    """`; est. $12.50` (or `; at most $40.00`, `; unpriced`) when the queue estimates costs."""
+    text = estimated_cost_text(job)
+    return f"; {text}" if text else ""
 
 
 def billing_lines(descriptions: list[dict[str, Any]], job: Mapping[str, Any]) -> list[str]:

@@ -10,14 +10,17 @@ from typing import Any
 from tabulate import tabulate
 
 from smq.jobs import (
+    TERMINAL_STATES,
     describe_age,
+    estimated_cost_text,
     estimated_start,
     instances_text,
     live_training_job_name,
     parse_time,
-    starts_in,
     state_since,
+    usd_text,
 )
+from smq.start_estimates import start_phrase
 
 STATUS_HEADERS = (
     "Job Name",
@@ -32,6 +35,7 @@ STATUS_HEADERS = (
 )
 POOL_HEADERS = ("Pool", "Capacity", "In use", "Free", "Pending")
 QUOTA_HEADERS = ("Team", "Pool", "Quota", "In use", "Borrowed", "Lent", "Pending", "Sharing")
+COST_HEADERS = ("Spend", "On-demand equiv.", "Spot savings", "Waste", "Idle stops avoided", "Accruing", "Attempts")
 ATTEMPT_HEADERS = ("#", "SageMaker job", "Started", "Ended", "Ran for", "Outcome", "Reason")
 REASON_WIDTH = 60
 
@@ -82,9 +86,9 @@ def status_table(jobs: Sequence[Mapping[str, Any]], now: datetime) -> str:
 
 
 def estimated_start_in(job: Mapping[str, Any], now: datetime) -> str | None:
-    """`in 2h10m` for a pending job the queue expects to start then; None when it cannot tell."""
-    estimate = estimated_start(job)
-    return starts_in(estimate[0], now) if estimate is not None and estimate[0] is not None else None
+    """`in 3–7 min` for a pending job the queue expects to start then (see start_estimates.py);
+    None when it cannot tell."""
+    return start_phrase(job["estimated_start"], now) if estimated_start(job) is not None else None
 
 
 def estimated_start_text(job: Mapping[str, Any], now: datetime) -> str | None:
@@ -96,7 +100,18 @@ def estimated_start_text(job: Mapping[str, Any], now: datetime) -> str | None:
     at, assumed = estimate
     if at is None:
         return f"unknown — {assumed.removeprefix('unknown: ')}"
-    return f"{at:%Y-%m-%d %H:%M} UTC ({starts_in(at, now)}) — {assumed}"
+    return f"{at:%Y-%m-%d %H:%M} UTC ({start_phrase(job['estimated_start'], now)}) — {assumed}"
+
+
+def first_estimate_line(job: Mapping[str, Any], now: datetime) -> str | None:
+    """What `smq submit` adds once a pass has seen the job: its estimated start, or the state it
+    reached first; None for a pending job the pass did not estimate (beyond the estimated ones)."""
+    estimate = estimated_start_text(job, now)
+    if estimate is not None:
+        return f"Estimated start: {estimate}"
+    if job["state"] == "pending":
+        return None
+    return f"Job {job['name']}: {job['state']}" + (f" ({job['reason']})" if job.get("reason") else "")
 
 
 def pools_table(pools: Iterable[Mapping[str, Any]]) -> str:
@@ -141,6 +156,30 @@ def sharing_text(team: Mapping[str, Any]) -> str:
     return f"{sharing} (borrows up to {limit})" if sharing == "lend_and_borrow" and limit is not None else sharing
 
 
+def costs_table(report: Mapping[str, Any]) -> str:
+    """`smq costs`: one row per group of GET /costs' answer, then the total. A figure the API gives
+    as null (nothing in it could be priced) reads `unpriced`, never $0."""
+    by = str(report.get("by") or "team")
+    first = "Owner" if by == "owner" else by.removeprefix("tag:") if by.startswith("tag:") else "Team"
+    groups = [(short_owner(group["group"]) if by == "owner" else group["group"], group) for group in report["groups"]]
+    rows = [(label, *_cost_cells(figures)) for label, figures in [*groups, ("Total", report["total"])]]
+    return tabulate(rows, headers=(first, *COST_HEADERS), tablefmt="simple", disable_numparse=True)
+
+
+def _cost_cells(figures: Mapping[str, Any]) -> tuple[str, ...]:
+    dollars = ("spend_usd", "on_demand_equivalent_usd", "spot_savings_usd", "waste_usd", "idle_stop_avoided_usd")
+    running, unpriced_running = int(figures.get("running") or 0), int(figures.get("unpriced_running") or 0)
+    accruing = "-" if not running else usd_text(figures.get("accruing_usd"))
+    if running and unpriced_running and figures.get("accruing_usd") is not None:
+        accruing += f" (+{unpriced_running} unpriced)"
+    attempts, unpriced = int(figures.get("attempts") or 0), int(figures.get("unpriced_attempts") or 0)
+    return (
+        *(usd_text(figures.get(name)) for name in dollars),
+        accruing,
+        f"{attempts} ({unpriced} unpriced)" if unpriced else str(attempts),
+    )
+
+
 def describe_text(job: Mapping[str, Any], now: datetime) -> str:
     """`smq describe`: the job, why it is in its state, and every attempt. Why a pending job waits is
     the server's reason, computed when read; the client adds nothing of its own."""
@@ -163,6 +202,9 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
         estimate = estimated_start_text(job, now)
         if estimate is not None:
             fields.append(("Estimated start", estimate))
+    cost = estimated_cost_text(job)
+    if cost and job["state"] not in TERMINAL_STATES:
+        fields.append(("Estimated cost", cost))
     live = live_training_job_name(job)
     if live:
         fields.append(("SageMaker job", live))

@@ -170,6 +170,9 @@ def queued_message(job: Mapping[str, Any], request: Mapping[str, Any]) -> str:
     )
     if job.get("position"):
         text += f", position {job['position']}"
+    cost = estimated_cost_text(job)
+    if cost:
+        text += f"; {cost}"
     script = entry_point(request)
     if script:
         text += f"; entry point {script}"
@@ -188,6 +191,21 @@ def estimated_start(job: Mapping[str, Any]) -> tuple[datetime | None, str] | Non
     return parse_time(estimate.get("at")), str(estimate.get("assumed") or "")
 
 
-def starts_in(at: datetime, now: datetime) -> str:
-    """`in 2h10m`, or `any moment now` once the estimated time has come."""
-    return f"in {describe_age(now, at)}" if at > now else "any moment now"
+def estimated_cost_text(job: Mapping[str, Any]) -> str | None:
+    """`est. $12.50` (from an expected duration), `at most $40.00` (MaxRuntimeInSeconds as a
+    ceiling) or `unpriced`; None from a queue that does not estimate costs."""
+    if "estimated_cost" not in job:
+        return None
+    estimate = job["estimated_cost"]
+    if not isinstance(estimate, Mapping):
+        return "unpriced"
+    return f"{'at most' if estimate.get('ceiling') else 'est.'} {usd_text(float(estimate.get('usd') or 0.0))}"
+
+
+def usd_text(usd: float | None) -> str:
+    """`$1,234.56`; `<$0.01` for less than a cent that is not nothing; `unpriced` for None."""
+    if usd is None:
+        return "unpriced"
+    if 0 < usd < 0.005:
+        return "<$0.01"
+    return f"${usd:,.2f}"

@@ -207,6 +207,12 @@ class TrainingQueue:
         no quota is configured)."""
         return self.api.get_quotas()
 
+    def costs(self, by: str = "team", since: str | None = None) -> dict[str, Any]:
+        """What jobs spent per group, as GET /costs answers: `by` team, owner or `tag:<key>` (a
+        configured cost tag); `since` `30d` or a UTC date such as `2026-11-01` (default: this UTC
+        month). Dollar figures are None where nothing could be priced, never 0."""
+        return self.api.get_costs(by, since)
+
 
 def training_request(
     trainer: Any, inputs: Any = None, job_name: str | None = None, experiment_config: Mapping[str, str] | None = None

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
+from smq_lambda.domain.cost_totals import CostFigures
+from smq_lambda.domain.costs import AttemptCost, Prices
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.prices_in_force import PricesInForce
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.forecast.durations import DurationHistory, DurationKey
+from smq_lambda.forecast.start_estimate import GivenEstimate, StartEstimate
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
 from smq_lambda.scheduling.snapshot import SchedulerConfig
@@ -119,6 +124,51 @@ class TrainingEndListener(Protocol):
     def on_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None: ...
 
 
+class CostLedger(Protocol):
+    """The spend of ended attempts, kept as per-day totals per (dimension, group) so a report reads
+    one item per day asked for, whatever the number of jobs. Raises ServiceUnavailable when the
+    store is throttled or out of reach (nothing recorded)."""
+
+    def record(self, cost: AttemptCost, groups: Mapping[str, str]) -> bool:
+        """Add `cost` to its UTC day's totals under each of `groups` (dimension → group), exactly
+        once per training job name: False when that attempt was already recorded. Duplicate and
+        concurrent calls for one attempt count it once."""
+        ...
+
+    def totals(self, dimension: str, days: Sequence[date]) -> dict[str, CostFigures]:
+        """Per group of `dimension`, the figures summed over the UTC `days`; groups with nothing
+        recorded on those days are absent."""
+        ...
+
+
+class PriceSource(Protocol):
+    """The prices in force: the configuration document's `prices` over the daily Price List refresh
+    over the shipped defaults for the stack's region (domain/prices_in_force.py). Raises
+    ServiceUnavailable when the table or the configuration cannot be read now: pricing an attempt
+    with the wrong layer would be recorded for good."""
+
+    def load(self) -> Prices:
+        """On-demand $ per instance-hour by type; a type it lacks is unpriced."""
+        ...
+
+    def in_force(self) -> PricesInForce:
+        """The same prices with where each came from (reports show `source`)."""
+        ...
+
+
+class DurationStore(Protocol):
+    """The summaries of completed jobs' durations (forecast/durations.py), one item per key.
+    Raises ServiceUnavailable when the store is throttled or out of reach."""
+
+    def load(self, keys: Collection[DurationKey]) -> DurationHistory:
+        """The summaries of `keys` that exist: one batched read of the distinct keys."""
+        ...
+
+    def add(self, key: DurationKey, job_id: str, seconds: float) -> None:
+        """Add a completed job's duration to one summary, once per job id (a repeat adds nothing)."""
+        ...
+
+
 class TrainingService(Protocol):
     """SageMaker training jobs."""
 
@@ -192,18 +242,6 @@ class TeamMeasure:
 
 
 @dataclass(frozen=True)
-class StartEstimate:
-    """When a pending job is expected to start, replaying the queue forward from a pass."""
-
-    job_name: str
-    at: datetime | None
-    """None: the replay cannot tell, and `assumed` says why (it does not start within the replay's
-    horizon, it waits for a job of unknown duration, or it can never start as configured)."""
-    assumed: str
-    """What the replay assumed, in a sentence a user reads (durations and their sources)."""
-
-
-@dataclass(frozen=True)
 class PoolUsageReport:
     """What one scheduling pass measured, per pool and team, and when; and its start estimates."""
 
@@ -212,6 +250,11 @@ class PoolUsageReport:
     teams: tuple[TeamMeasure, ...] = ()
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
     """Per pending job the pass saw (its window), keyed by job name."""
+    first_estimates: Mapping[str, GivenEstimate] = field(default_factory=dict)
+    """Per pending job the pass estimated, the first estimate any pass gave it since it last waited
+    (keyed by job name): what a start is measured against."""
+    budget_held: frozenset[str] = frozenset()
+    """The pending jobs the pass held for their team's budget (their stored reason says why)."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +319,16 @@ class IdleAlarms(Protocol):
 
     def in_alarm(self) -> list[Mapping[str, Any]]:
         """Every idle alarm now in ALARM, as DescribeAlarms describes it (`MetricAlarms` entries)."""
+        ...
+
+
+class BudgetWarningMarks(Protocol):
+    """Which thresholds of its budget a team has been told of: one mark per team, UTC month and
+    threshold, so a notice goes out once however many attempt ends race past the threshold."""
+
+    def claim(self, team: str, month: str, threshold: float) -> bool:
+        """Set the mark of `team`, `month` (`2026-11`) and `threshold` (a share of the budget);
+        False when it was already set. Raises ServiceUnavailable when the store is out of reach."""
         ...
 
 

@@ -51,6 +51,9 @@ class Settings:
     stack_name: str | None = None
     """The CloudFormation stack's name, tagged on every attempt (`smq:stack`) so that other smq
     stacks in the account leave this one's attempts alone; None: attempts carry no stack tag."""
+    region: str | None = None
+    """The stack's AWS region (Lambda's AWS_REGION): the region whose shipped prices and Price List
+    prices apply (adapters/price_source.py); None: no shipped prices."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
@@ -74,4 +77,5 @@ class Settings:
             idle_topic_arn=env.get("SMQ_IDLE_TOPIC_ARN") or None,
             idle_alarm_prefix=AlarmPrefix(prefix) if (prefix := env.get("SMQ_IDLE_ALARM_PREFIX")) else None,
             stack_name=env.get("SMQ_STACK_NAME") or None,
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
         )

@@ -161,6 +161,7 @@ def jobs(draw: st.DrawFn) -> Job:
         ),
         earlier_job_ids=tuple(draw(st.lists(st.text("0123456789abcdef", min_size=8, max_size=32), max_size=3))),
         team=draw(st.none() | st.text(min_size=1, max_size=20)),
+        family=draw(st.none() | st.text(min_size=1, max_size=20)),
         expected_duration_s=draw(st.none() | st.integers(1, 366 * 86400)),
         max_runtime_s=draw(st.none() | st.integers(1, 28 * 86400)),
         request=draw(
@@ -266,11 +267,12 @@ def test_an_item_written_before_jobs_were_bounded_still_loads() -> None:
 
 
 def test_team_and_durations_are_stored_and_a_pending_job_is_listed_under_its_team() -> None:
-    tagged = replace(job("t", pool=P5), team="vision", expected_duration_s=5400, max_runtime_s=86400)
+    tagged = replace(job("t", pool=P5), team="vision", expected_duration_s=5400, max_runtime_s=86400, family="vit-base")
 
     item = to_item(tagged, ttl_days=30)
 
     assert item["team"] == {"S": "vision"}
+    assert item["family"] == {"S": "vit-base"}
     assert item["expected_duration_s"] == {"N": "5400"}
     assert item["max_runtime_s"] == {"N": "86400"}
     assert item["pending_team"] == {"S": f"{P5}#vision"} == {"S": pending_team_key(P5, "vision")}
@@ -280,7 +282,7 @@ def test_team_and_durations_are_stored_and_a_pending_job_is_listed_under_its_tea
 def test_fields_without_a_value_are_absent() -> None:
     item = to_item(job("plain"), ttl_days=30)
 
-    assert not {"team", "expected_duration_s", "max_runtime_s"} & set(item)
+    assert not {"team", "family", "expected_duration_s", "max_runtime_s"} & set(item)
 
 
 def test_a_started_job_keeps_its_team_but_leaves_the_team_index() -> None:

@@ -37,6 +37,7 @@ def of(name: str, team: str | None, *, minute: int, priority: int = 0, pool: str
         team=team,
         expected_duration_s=5400 if team else None,
         max_runtime_s=3600,
+        family="vit-base" if team else None,
     )
 
 
@@ -73,7 +74,12 @@ def test_a_team_window_holds_summaries_with_the_team_and_durations(subject: Subj
     (by_pool,) = subject.store.pending_window(G5, 10)
 
     assert summary == by_pool == stored
-    assert (summary.team, summary.expected_duration_s, summary.max_runtime_s) == ("vision", 5400, 3600)
+    assert (summary.team, summary.expected_duration_s, summary.max_runtime_s, summary.family) == (
+        "vision",
+        5400,
+        3600,
+        "vit-base",
+    )
     assert summary.request == {}
 
 

@@ -19,7 +19,9 @@ from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import UNASSIGNED
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport, StartEstimate, TeamMeasure
+from smq_lambda.forecast.estimate import DEFAULT_MAX_JOBS
+from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
+from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport, TeamMeasure
 
 from tests.support.fakes import InMemoryPoolUsageBoard
 
@@ -131,6 +133,20 @@ WITH_TEAMS = PoolUsageReport(
             "big-job", NOW + timedelta(hours=2, microseconds=7), "durations from smq:expected-duration"
         ),
         "never": StartEstimate("never", None, "beyond the 24 h horizon"),
+        "learned": StartEstimate(
+            "learned",
+            NOW + timedelta(minutes=5),
+            "assumes 1 job ahead runs as long as similar jobs that completed",
+            earliest=NOW + timedelta(minutes=3),
+            latest=NOW + timedelta(minutes=7),
+            kind=EstimateKind.BAND,
+        ),
+    },
+    first_estimates={
+        "big-job": GivenEstimate("big-job", NOW, NOW, NOW + timedelta(hours=2), None),
+        "learned": GivenEstimate(
+            "learned", NOW, NOW + timedelta(minutes=3), NOW + timedelta(minutes=5), NOW + timedelta(minutes=7)
+        ),
     },
 )
 
@@ -176,17 +192,29 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
         TeamMeasure("t" * 256, f"ml.p{index:02}.48xlarge", 10**6, 10**6, 10**6, 10**6, 10**6, 10**7 + 0.123456)
         for index in range(MAX_TEAM_ROWS + 10)
     )
+    names = [f"{index:03}".ljust(63, "j") for index in range(500)]
     estimates = {
-        name: StartEstimate(name, NOW, "é" * 1000) for name in (f"{index:03}".ljust(63, "j") for index in range(500))
+        name: StartEstimate(name, NOW, "é" * 1000, earliest=NOW, latest=NOW, kind=EstimateKind.CEILING)
+        for name in names
     }
-    largest = PoolUsageReport(pools=pools, measured_at=NOW, teams=teams, estimates=estimates)
+    first = {name: GivenEstimate(name, NOW, NOW, NOW, NOW) for name in names}
+    largest = PoolUsageReport(pools=pools, measured_at=NOW, teams=teams, estimates=estimates, first_estimates=first)
     board = DynamoPoolUsageBoard(table, dynamodb_client)
 
     board.publish(largest)
 
     item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
-    assert sum(len(name) + item_size(value) for name, value in item.items()) < 300_000
+    assert sum(len(name) + item_size(value) for name, value in item.items()) < 310_000
     latest = board.latest()
     assert latest is not None
-    assert (len(latest.teams), len(latest.estimates)) == (MAX_TEAM_ROWS, MAX_ESTIMATES)
+    assert (len(latest.teams), len(latest.estimates), len(latest.first_estimates)) == (
+        MAX_TEAM_ROWS,
+        MAX_ESTIMATES,
+        MAX_ESTIMATES,
+    )
+    assert latest.first_estimates.keys() == latest.estimates.keys()
     assert latest.teams == teams[:MAX_TEAM_ROWS]
+
+
+def test_the_board_keeps_every_estimate_a_pass_makes() -> None:
+    assert MAX_ESTIMATES >= DEFAULT_MAX_JOBS

@@ -9,8 +9,10 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
+from smq_lambda.service.cost_reports import CostReports
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.submission import SubmissionPolicy
 
@@ -18,6 +20,7 @@ from tests.api.builders import ADMIN, CHECKPOINT_PREFIX, POOLS, ROLE, TABLE
 from tests.api.fake_access_rules import StaticAccessRules
 from tests.api.gateway import ApiGateway
 from tests.support.aws import create_queue_table, use_test_credentials
+from tests.support.fake_costs import StaticPriceSource
 from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPoolUsageBoard, RecordingTrigger
 
 
@@ -83,6 +86,17 @@ def usage_board() -> InMemoryPoolUsageBoard:
 
 
 @pytest.fixture
+def prices() -> StaticPriceSource:
+    """No prices until a test sets some: every job unpriced."""
+    return StaticPriceSource()
+
+
+@pytest.fixture
+def cost_ledger(dynamodb: Any) -> DynamoCostLedger:
+    return DynamoCostLedger(TABLE, dynamodb)
+
+
+@pytest.fixture
 def service(
     store: DynamoJobStore,
     config: FakeConfigSource,
@@ -91,6 +105,7 @@ def service(
     policy: SubmissionPolicy,
     access_rules: StaticAccessRules,
     usage_board: InMemoryPoolUsageBoard,
+    prices: StaticPriceSource,
 ) -> QueueService:
     def tick() -> datetime:
         # Every call happens a second after the previous one, so submission order is unambiguous.
@@ -104,13 +119,28 @@ def service(
         admin_principals={ADMIN},
         access_rules=access_rules,
         usage_board=usage_board,
+        prices=prices,
         clock=tick,
     )
 
 
 @pytest.fixture
-def api(service: QueueService, dynamodb: Any) -> ApiGateway:
-    app = create_app(service, idempotency_store(TABLE, dynamodb))
+def costs(
+    cost_ledger: DynamoCostLedger,
+    store: DynamoJobStore,
+    config: FakeConfigSource,
+    prices: StaticPriceSource,
+    access_rules: StaticAccessRules,
+    clock: FakeClock,
+) -> CostReports:
+    return CostReports(
+        cost_ledger, store, config, prices, admin_principals={ADMIN}, access_rules=access_rules, clock=clock
+    )
+
+
+@pytest.fixture
+def api(service: QueueService, costs: CostReports, dynamodb: Any) -> ApiGateway:
+    app = create_app(service, idempotency_store(TABLE, dynamodb), costs)
     return ApiGateway(lambda_handler(lambda: app))
 
 

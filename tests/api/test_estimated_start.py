@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, StartEstimate
+from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
+from smq_lambda.ports import PoolMeasure, PoolUsageReport
 
 from tests.api.builders import G5, run, training_request
 from tests.api.gateway import ApiGateway
 from tests.support.fakes import FakeClock, InMemoryPoolUsageBoard
 
 ASSUMED = "assumes 1 job ahead runs as tagged (smq:expected-duration); no new higher-priority jobs"
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def publish(board: InMemoryPoolUsageBoard, clock: FakeClock, *estimates: StartEstimate) -> str:
@@ -33,13 +38,18 @@ def test_a_pending_job_shows_its_estimated_start(
 ) -> None:
     api.add(training_request("waiting"))
     at = clock() + timedelta(hours=2, minutes=10)
-    computed_at = publish(usage_board, clock, StartEstimate("waiting", at, ASSUMED))
+    earliest, latest = at - timedelta(minutes=20), at + timedelta(minutes=40)
+    estimate = StartEstimate("waiting", at, ASSUMED, earliest=earliest, latest=latest, kind=EstimateKind.BAND)
+    computed_at = publish(usage_board, clock, estimate)
 
     reply = api.get("waiting")
 
     assert reply.status == 200
     assert reply.body["estimated_start"] == {
-        "at": at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "at": iso(at),
+        "earliest": iso(earliest),
+        "latest": iso(latest),
+        "kind": "band",
         "assumed": ASSUMED,
         "computed_at": computed_at,
     }
@@ -69,6 +79,23 @@ def test_no_estimate_without_a_report_or_for_a_job_it_does_not_name(
     publish(usage_board, clock)
 
     assert "estimated_start" not in api.get("waiting").body
+    assert "estimate_at_next_pass" not in api.get("waiting").body, "the pass saw it and left it unestimated"
+
+
+def test_the_submission_answer_says_the_next_pass_estimates_the_start(
+    api: ApiGateway, usage_board: InMemoryPoolUsageBoard, clock: FakeClock
+) -> None:
+    publish(usage_board, clock)
+    clock.advance(minutes=2)
+
+    answer = api.add(training_request("waiting")).body
+
+    assert answer["estimate_at_next_pass"] is True
+    assert "estimated_start" not in answer
+    publish(usage_board, clock, StartEstimate("waiting", clock() + timedelta(hours=1), ASSUMED))
+    shown = api.get("waiting").body
+    assert "estimate_at_next_pass" not in shown
+    assert shown["estimated_start"]["assumed"] == ASSUMED
 
 
 def test_a_job_that_is_no_longer_pending_shows_none(
@@ -90,3 +117,4 @@ def test_a_job_changed_since_the_pass_waits_for_the_next_estimate(
     api.set_priority("waiting", 50)
 
     assert "estimated_start" not in api.get("waiting").body
+    assert api.get("waiting").body["estimate_at_next_pass"] is True

@@ -130,18 +130,20 @@ bodies = st.one_of(
 job_names = st.sampled_from(KNOWN_NAMES) | st.text(min_size=1, max_size=80).filter(lambda text: "/" not in text)
 
 paths = st.one_of(
-    st.sampled_from(["/add-job", "/jobs", "/pools", "/", "/jobs/"]),
+    st.sampled_from(["/add-job", "/jobs", "/pools", "/costs", "/", "/jobs/"]),
     job_names.map(lambda name: f"/jobs/{name}"),
     st.text(max_size=40).map(lambda text: f"/{text}"),
 )
 
 query_values = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["all", "pending", "pending,running", "1", "100", G5, ALICE]),
+    st.sampled_from(
+        ["all", "pending", "pending,running", "1", "100", G5, ALICE, "owner", "tag:project", "30d", "2024-01-01"]
+    ),
     st.text(max_size=40).map(encode_page_token),
 )
 queries = st.none() | st.dictionaries(
-    st.sampled_from(["state", "pool", "owner", "limit", "next_token", "other"]), query_values, max_size=4
+    st.sampled_from(["state", "pool", "owner", "limit", "next_token", "by", "since", "other"]), query_values, max_size=4
 )
 
 

@@ -122,3 +122,10 @@ def test_with_quotas_a_configured_team_or_none_is_accepted(tags: tuple[tuple[str
 
 def test_without_quotas_any_team_tag_is_accepted_as_it_is() -> None:
     assert submit(tagged(("team", "vision "))).team == "vision "
+
+
+@pytest.mark.parametrize(
+    ("tags", "family"), [((("smq:family", "vit-base"),), "vit-base"), ((("smq:family", ""),), None), ((), None)]
+)
+def test_the_family_tag_is_kept_and_an_empty_one_is_none(tags: tuple[tuple[str, str], ...], family: str | None) -> None:
+    assert submit(tagged(*tags)).family == family

@@ -17,9 +17,11 @@ from smq.local.api_front import ApiFront
 from smq_lambda.domain.model import Job
 from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.handlers.scheduler import handle
+from smq_lambda.service.cost_reports import CostReports
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.scheduler import Scheduler
 
+from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
 from tests.support.fake_lease import InMemoryPassLease
 from tests.support.fakes import (
     FakeClock,
@@ -77,8 +79,15 @@ class QueueWorld:
             usage_board=self.usage_board,
         )
         self.trigger = RecordingTrigger(on_kick=lambda _reason: self.kick())
-        service = QueueService(self.store, self.config, self.trigger, usage_board=self.usage_board, clock=self._tick)
-        app = create_app(service)
+        self.cost_ledger = InMemoryCostLedger()
+        self.prices = StaticPriceSource()
+        """No prices until a test sets some."""
+        service = QueueService(
+            self.store, self.config, self.trigger, usage_board=self.usage_board, prices=self.prices, clock=self._tick
+        )
+        app = create_app(
+            service, costs=CostReports(self.cost_ledger, self.store, self.config, self.prices, clock=self.clock)
+        )
         handler = lambda_handler(lambda: app)
 
         def quiet_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

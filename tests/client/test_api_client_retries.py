@@ -25,6 +25,7 @@ CALLS: dict[str, Callable[[SmqApiClient], Any]] = {
     "DELETE /jobs/{name}": lambda client: client.cancel_job("train"),
     "GET /pools": lambda client: client.list_pools(),
     "GET /quotas": lambda client: client.get_quotas(),
+    "GET /costs": lambda client: client.get_costs("owner", "30d"),
 }
 
 

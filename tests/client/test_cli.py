@@ -299,6 +299,8 @@ def test_submit_prints_where_the_job_went(busy: QueueWorld, capsys: pytest.Captu
     assert (code, err) == (0, "")
     assert out.startswith("Queued training job from-file (priority 4) in pool ml.m5.xlarge x1: pending, position 2")
     assert "entry point train.py" in out and "epochs=3" in out and "model='vit_tiny'" in out
+    estimate = out.splitlines()[1]
+    assert estimate.startswith("Estimated start: 2024-01-01 02:00 UTC (") and "assumes 2 jobs ahead" in estimate
 
 
 def test_submit_reads_stdin(

@@ -10,15 +10,34 @@ from typing import Any
 import pytest
 from smq.follow import queue_changes
 from smq.formatting import describe_text, status_table
-from smq.jobs import now_utc, starts_in
+from smq.jobs import now_utc
+from smq.start_estimates import await_first_estimate, start_phrase
 
 from tests.client.test_cli import NOW, job
 
 ASSUMED = "assumes 1 job ahead runs as tagged (smq:expected-duration); no new higher-priority jobs"
 
 
-def estimate(at: str | None, assumed: str = ASSUMED) -> dict[str, Any]:
-    return {"at": at, "assumed": assumed, "computed_at": "2024-05-01T11:59:00.000Z"}
+def estimate(
+    at: str | None,
+    assumed: str = ASSUMED,
+    *,
+    earliest: str | None = None,
+    latest: str | None = None,
+    kind: str = "point",
+) -> dict[str, Any]:
+    return {
+        "at": at,
+        "earliest": earliest or at,
+        "latest": latest or at,
+        "kind": kind,
+        "assumed": assumed,
+        "computed_at": "2024-05-01T11:59:00.000Z",
+    }
+
+
+def after(**delta: float) -> str:
+    return (NOW + timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def cells(table: str) -> list[list[str]]:
@@ -37,7 +56,7 @@ def test_status_shows_an_estimated_start_column_when_a_pending_job_has_one() -> 
 
     header, _, *rows = cells(table)
     assert header[5:8] == ["Waiting/Running for", "Estimated Start", "Attempts"]
-    assert [row[6] for row in rows[1:]] == ["in 2h10m", "—", "—"]
+    assert [row[6] for row in rows[1:]] == ["in about 2 h", "—", "—"]
     assert rows[0][5:7] == ["1h00m", "0"], "blank for a live job"
 
 
@@ -52,7 +71,7 @@ def test_describe_tells_when_and_what_it_assumes() -> None:
 
     text = describe_text(described, NOW)
 
-    assert f"Estimated start: 2024-05-01 14:05 UTC (in 2h05m) — {ASSUMED}" in text.splitlines()
+    assert f"Estimated start: 2024-05-01 14:05 UTC (in about 2 h) — {ASSUMED}" in text.splitlines()
 
 
 def test_describe_says_when_it_cannot_tell() -> None:
@@ -73,11 +92,32 @@ def test_describe_shows_no_estimate_when_there_is_none(state: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(2 * 3600 + 600, "in 2h10m"), (90, "in 1m30s"), (0, "any moment now"), (-60, "any moment now")],
+    ("estimated", "text"),
+    [
+        (estimate(after(minutes=5)), "in about 5 min"),
+        (estimate(after(seconds=40)), "in about 40 s"),
+        (estimate(after(hours=2, minutes=10)), "in about 2 h"),
+        (estimate(after(days=3)), "in about 3 days"),
+        (estimate(after(seconds=0)), "now"),
+        (estimate(after(minutes=-1)), "now"),
+        (estimate(after(minutes=5), earliest=after(minutes=3), latest=after(minutes=7), kind="band"), "in 3–7 min"),
+        (estimate(after(minutes=5), earliest=after(minutes=0), latest=after(minutes=7), kind="band"), "within 7 min"),
+        (
+            estimate(after(minutes=5), earliest=after(minutes=4.9), latest=after(minutes=5.1), kind="band"),
+            "in about 5 min",
+        ),
+        (estimate(after(minutes=50), earliest=after(minutes=20), latest=after(hours=3), kind="band"), "in 20 min–3 h"),
+        (
+            {**estimate(after(minutes=5), earliest=after(minutes=3), kind="band"), "latest": None},
+            "in 3 min or later",
+        ),
+        (estimate(after(minutes=40), kind="ceiling"), "in at most 40 min"),
+        (estimate(None), None),
+        ({"at": after(minutes=5), "assumed": ASSUMED}, "in about 5 min"),
+    ],
 )
-def test_starts_in(seconds: int, text: str) -> None:
-    assert starts_in(NOW + timedelta(seconds=seconds), NOW) == text
+def test_start_phrase(estimated: dict[str, Any], text: str | None) -> None:
+    assert start_phrase(estimated, NOW) == text
 
 
 def in_a_while() -> str:
@@ -89,7 +129,7 @@ def test_the_waiting_line_of_fit_says_when_the_job_should_start() -> None:
     waiting = job("patient", "pending", 0, position=2, estimated_start=estimate(in_a_while()))
 
     assert queue_changes(None, waiting) == [
-        "patient is pending at position 2 in ml.p5.48xlarge; estimated start in 2h10m"
+        "patient is pending at position 2 in ml.p5.48xlarge; estimated start in about 2 h"
     ]
 
 
@@ -97,7 +137,7 @@ def test_a_first_estimate_is_said_though_the_position_did_not_move() -> None:
     before = job("patient", "pending", 0, position=2)
     after = {**before, "estimated_start": estimate(in_a_while())}
 
-    assert queue_changes(before, after) == ["patient is at position 2 in ml.p5.48xlarge; estimated start in 2h10m"]
+    assert queue_changes(before, after) == ["patient is at position 2 in ml.p5.48xlarge; estimated start in about 2 h"]
     assert queue_changes(after, after) == [], "a later estimate alone is not news"
 
 
@@ -105,3 +145,23 @@ def test_without_an_estimate_the_waiting_line_is_unchanged() -> None:
     waiting = job("patient", "pending", 0, position=2, estimated_start=estimate(None))
 
     assert queue_changes(None, waiting) == ["patient is pending at position 2 in ml.p5.48xlarge"]
+
+
+def test_submit_waits_for_the_pass_its_submission_kicked_and_no_longer() -> None:
+    answer = {"name": "j", "state": "pending", "estimate_at_next_pass": True}
+    looks = iter([answer, answer, {"name": "j", "state": "pending", "estimated_start": {"at": None, "assumed": "x"}}])
+    moments = iter(range(100))
+
+    seen = await_first_estimate(
+        lambda _name: next(looks), answer, wait_s=10, clock=lambda: next(moments), sleep=lambda _s: None
+    )
+
+    assert seen is not None and seen["estimated_start"]["assumed"] == "x"
+    never = await_first_estimate(
+        lambda _name: answer, answer, wait_s=5, clock=lambda: next(moments), sleep=lambda _s: None
+    )
+    assert never is None
+    assert await_first_estimate(lambda _name: answer, {"name": "j", "state": "running"}) == {
+        "name": "j",
+        "state": "running",
+    }

@@ -14,7 +14,7 @@ import boto3
 import psutil
 import pytest
 from smq import SmqApiClient
-from smq.local.demo import run_demo
+from smq.local.demo import Pace, run_demo
 from smq.local.stack import read_state
 
 from tests.e2e.local import process_request, wait_for
@@ -30,11 +30,16 @@ def _children_once_spawned(pid: int, timeout: float = 30) -> list[psutil.Process
     return children
 
 
+HALF_LENGTH_JOBS = Pace(trainer_steps=600)
+"""Half the demo's training, the suite's largest cost: 600 steps still train for 15–30 s, longer than
+the three submission gaps before job4 arrives, so job4 finds job1 training, past its first steps."""
+
+
 @pytest.mark.slow
 def test_the_real_trainer_is_preempted_resumes_from_its_checkpoint_and_completes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_demo(tmp_path / "demo") == 0
+    assert run_demo(tmp_path / "demo", warm_up=False, pace=HALF_LENGTH_JOBS) == 0
 
     printed = capsys.readouterr().out
     assert "preempted for job4" in printed

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
-HANDLERS = ["smq_lambda.handlers.scheduler", "smq_lambda.handlers.api", "smq_lambda.handlers.idle"]
+HANDLERS = [
+    "smq_lambda.handlers.scheduler",
+    "smq_lambda.handlers.api",
+    "smq_lambda.handlers.idle",
+    "smq_lambda.handlers.price_refresh",
+]
 HEAVY = ["aws_xray_sdk", "pydantic"]
 LAMBDA = {
     "LAMBDA_TASK_ROOT": "/var/task",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import pytest
+from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
@@ -247,6 +248,17 @@ CASES = [
         quotas(3, a=(2, LEND), b=1),
         queue().running("b1", team="b").pending("a1", needs={P5: 3}, team="a").pending("a2", team="a"),
         ["wait a1", "start a2"],
+    ),
+    Case(
+        "a borrower waits for its team's stop in flight and keeps the free instances: nothing backfills them",
+        replace(quotas(8, a=4, b=4), backfill=True),
+        queue()
+        .running("a1", team="a", needs={P5: 2})
+        .running("a2", team="a", needs={P5: 2})
+        .running("a3", team="a", backfill=True, state=JobState.PREEMPTING)
+        .pending("a4", team="a", needs={P5: 4})
+        .pending("a5", team="a"),
+        ["wait a4"],
     ),
 ]
 

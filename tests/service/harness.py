@@ -11,7 +11,7 @@ from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.domain.model import Job, demand_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
-from smq_lambda.ports import JobStore, TrainingEndListener
+from smq_lambda.ports import CostLedger, DurationStore, JobStore, PriceSource, TrainingEndListener
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler
 
@@ -75,6 +75,11 @@ class World:
     stack: str | None = None
     """The stack's name (`smq:stack`); None: a stack that tells no other smq stack apart."""
     training_end_listeners: list[TrainingEndListener] = field(default_factory=list)
+    cost_ledger: CostLedger | None = None
+    prices: PriceSource | None = None
+    """The teams' spend and the prices hold budgets read; None: no budget holds a job."""
+    durations: DurationStore | None = None
+    """Where completed jobs' durations are learned; None: estimates know tags and max runtimes only."""
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -93,8 +98,16 @@ class World:
             team_usage=self.team_usage,
             notifier=self.notifier,
             stack=self.stack,
-            training_end_listeners=self.training_end_listeners,
+            training_end_listeners=self.end_listeners(),
+            cost_ledger=self.cost_ledger,
+            prices=self.prices,
+            durations=self.durations,
         )
+
+    def end_listeners(self) -> list[TrainingEndListener]:
+        """The listeners the scheduler tells of attempts' ends: a subclass adds those it builds on
+        this world's fakes (which exist by then)."""
+        return self.training_end_listeners
 
     def submit(self, name: str, priority: int, *, pool: str = POOL, instances: int = 1) -> Job:
         self.clock.advance(seconds=1)

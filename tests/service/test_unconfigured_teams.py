@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from smq_lambda.domain.model import Job, order_key
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service import passes
 
@@ -147,9 +148,9 @@ def test_with_free_capacity_every_groups_first_jobs_are_read_by_some_window(
     )
     real = passes.decide_pass
 
-    def spy(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Any:
+    def spy(snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Ledger | None = None) -> Any:
         snapshots.append(snapshot)
-        return real(snapshot, now, config)
+        return real(snapshot, now, config, measured)
 
     passes.decide_pass = spy  # type: ignore[assignment]
     try:

@@ -11,7 +11,8 @@ from smq_lambda.domain.model import Attempt, Job, attempt_name
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import PreemptionRules, Quota, Teams
-from smq_lambda.forecast.estimate import Source, assumes, estimate_starts, remaining
+from smq_lambda.forecast.durations import Basis
+from smq_lambda.forecast.estimate import assumes, estimate_starts, remaining
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy
 
 from tests.scheduling.builders import NOW, P5, T0
@@ -181,7 +182,7 @@ def test_the_sentence_names_what_it_assumed() -> None:
 
     assert starts_in(estimates, "a") == HOUR
     assert estimates["a"].assumed == (
-        "assumes 3 jobs ahead run as tagged (smq:expected-duration) and 2 for their MaxRuntimeInSeconds "
+        "assumes 5 jobs ahead run: 3 as tagged (smq:expected-duration) and 2 for their MaxRuntimeInSeconds "
         "(an upper bound); no new higher-priority jobs"
     )
 
@@ -190,18 +191,18 @@ def test_the_sentence_names_what_it_assumed() -> None:
     ("sources", "sentence"),
     [
         ({}, "no job ahead has to finish first; assumes no new higher-priority jobs"),
-        ({Source.TAGGED: 1}, "assumes 1 job ahead runs as tagged (smq:expected-duration); no new higher-priority jobs"),
+        ({Basis.TAG: 1}, "assumes 1 job ahead runs as tagged (smq:expected-duration); no new higher-priority jobs"),
         (
-            {Source.MAX_RUNTIME: 1},
+            {Basis.MAX_RUNTIME: 1},
             "assumes 1 job ahead runs for its MaxRuntimeInSeconds (an upper bound); no new higher-priority jobs",
         ),
         (
-            {Source.MAX_RUNTIME: 2},
+            {Basis.MAX_RUNTIME: 2},
             "assumes 2 jobs ahead run for their MaxRuntimeInSeconds (an upper bound); no new higher-priority jobs",
         ),
     ],
 )
-def test_assumes(sources: dict[Source, int], sentence: str) -> None:
+def test_assumes(sources: dict[Basis, int], sentence: str) -> None:
     assert assumes(sources) == sentence
 
 
@@ -279,22 +280,24 @@ def test_backfill_starts_a_small_job_beside_a_waiting_head() -> None:
 
 
 @pytest.mark.parametrize(
-    ("candidate", "seconds", "source"),
+    ("candidate", "seconds", "basis"),
     [
-        (running("r", tagged_s=2 * HOUR, started_ago_s=1800), 1.5 * HOUR, Source.TAGGED),
-        (job("p", tagged_s=3 * HOUR, trained_s=[HOUR, 1800]), 1.5 * HOUR, Source.TAGGED),
-        (running("p", tagged_s=3 * HOUR, trained_s=[HOUR], started_ago_s=1800), 1.5 * HOUR, Source.TAGGED),
-        (running("m", max_runtime_s=HOUR, started_ago_s=1800), 1800, Source.MAX_RUNTIME),
-        (job("m", max_runtime_s=HOUR, trained_s=[1800]), HOUR, Source.MAX_RUNTIME),
-        (job("both", tagged_s=600, max_runtime_s=HOUR), 600, Source.TAGGED),
-        (job("neither"), float("inf"), Source.UNKNOWN),
-        (running("over", tagged_s=60, started_ago_s=HOUR), 60, Source.TAGGED),
+        (running("r", tagged_s=2 * HOUR, started_ago_s=1800), 1.5 * HOUR, Basis.TAG),
+        (job("p", tagged_s=3 * HOUR, trained_s=[HOUR, 1800]), 1.5 * HOUR, Basis.TAG),
+        (running("p", tagged_s=3 * HOUR, trained_s=[HOUR], started_ago_s=1800), 1.5 * HOUR, Basis.TAG),
+        (running("m", max_runtime_s=HOUR, started_ago_s=1800), 1800, Basis.MAX_RUNTIME),
+        (job("m", max_runtime_s=HOUR, trained_s=[1800]), HOUR, Basis.MAX_RUNTIME),
+        (job("both", tagged_s=600, max_runtime_s=HOUR), 600, Basis.TAG),
+        (job("neither"), float("inf"), Basis.UNKNOWN),
+        (running("over", tagged_s=60, started_ago_s=HOUR), 6, Basis.TAG),
+        (running("long over", tagged_s=2 * HOUR, started_ago_s=3 * HOUR), 60, Basis.TAG),
+        (running("nearly done", tagged_s=20, started_ago_s=19), 2, Basis.TAG),
     ],
 )
-def test_remaining(candidate: Job, seconds: float, source: Source) -> None:
+def test_remaining(candidate: Job, seconds: float, basis: Basis) -> None:
     left = remaining(candidate, NOW)
 
-    assert (left.seconds, left.source) == (seconds, source)
+    assert (left.low_s, left.likely_s, left.high_s, left.basis) == (seconds, seconds, seconds, basis)
 
 
 def test_bounded_a_thousand_pending_jobs_stop_at_max_jobs() -> None:

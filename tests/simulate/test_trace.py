@@ -33,6 +33,9 @@ def line(**changes: object) -> str:
         (line(interruptions_s=5), "line 1, field 'interruptions_s': must be a list of seconds"),
         (line(interruptions_s=[10, "x"]), "line 1, field 'interruptions_s': must be a number of seconds"),
         (line(gpus=8), "line 1, field 'gpus': unknown field"),
+        (line(max_runtime_s=3600.5), "line 1, field 'max_runtime_s': must be an integer"),
+        (line(max_runtime_s=0), "line 1, field 'max_runtime_s': must be at least 1"),
+        (line(max_runtime_s=59), "line 1, field 'max_runtime_s': must be at least duration_s (60), not 59"),
     ],
 )
 def test_a_bad_line_names_its_line_and_field(text: str, where: str) -> None:
@@ -61,6 +64,7 @@ def test_a_written_trace_reads_back_the_same() -> None:
     jobs = [
         TraceJob("a", 0.0, 1, "p", 2, 60.0),
         TraceJob("b", 5.5, 0, "q", 1, 30.0, team="nlp", checkpoint_every_s=10.0, stop_s=5.0, interruptions_s=(3.0,)),
+        TraceJob("c", 6.0, 0, "q", 1, 30.0, max_runtime_s=3600),
     ]
 
     assert parse_trace(write_trace(jobs).splitlines()) == jobs
@@ -69,12 +73,13 @@ def test_a_written_trace_reads_back_the_same() -> None:
 def test_optional_fields_default() -> None:
     (job,) = parse_trace([line()])
 
-    assert (job.team, job.checkpoint_every_s, job.stop_s, job.interruptions_s, job.is_spot) == (
+    assert (job.team, job.checkpoint_every_s, job.stop_s, job.interruptions_s, job.is_spot, job.max_runtime_s) == (
         None,
         None,
         60.0,
         (),
         False,
+        None,
     )
 
 

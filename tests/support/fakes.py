@@ -286,6 +286,9 @@ class FakeTrainingJob:
     end_time: datetime | None = None
     transitions: list[dict[str, Any]] = field(default_factory=list)
     """SecondaryStatusTransitions since the first `set_status` (StartTime/EndTime as datetimes)."""
+    training_time_s: int | None = None
+    billable_time_s: int | None = None
+    """TrainingTimeInSeconds and BillableTimeInSeconds, which SageMaker reports once the job ended."""
 
     @property
     def tags(self) -> dict[str, str]:
@@ -398,6 +401,8 @@ class FakeTrainingService:
                 failure_reason=job.failure_reason,
                 end_time=job.end_time,
                 secondary_status_transitions=tuple(dict(transition) for transition in job.transitions),
+                training_time_seconds=job.training_time_s,
+                billable_time_seconds=job.billable_time_s,
             )
 
     def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:
@@ -424,10 +429,14 @@ class FakeTrainingService:
         *,
         secondary_status: str | None = None,
         failure_reason: str | None = None,
+        training_time_s: int | None = None,
+        billable_time_s: int | None = None,
     ) -> None:
-        """Move a training job on as SageMaker would (`Completed`, `Failed`, `Stopped`, ...)."""
+        """Move a training job on as SageMaker would (`Completed`, `Failed`, `Stopped`, ...); an
+        end may carry the training and billable seconds SageMaker reports then."""
         with self._lock:
             job = self.jobs[training_job_name]
+            job.training_time_s, job.billable_time_s = training_time_s, billable_time_s
             secondary = secondary_status or _SECONDARY_OF.get(status, status)
             if status in BUSY_STATUSES:
                 job.enter(status, secondary, self.clock())
@@ -454,6 +463,10 @@ class FakeTrainingService:
             }
             if job.failure_reason is not None:
                 detail["FailureReason"] = job.failure_reason
+            if job.training_time_s is not None:
+                detail["TrainingTimeInSeconds"] = job.training_time_s
+            if job.billable_time_s is not None:
+                detail["BillableTimeInSeconds"] = job.billable_time_s
             detail["SecondaryStatusTransitions"] = [
                 {
                     key: _epoch_millis(value) if isinstance(value, datetime) else value

@@ -3,11 +3,13 @@ gives it and the clients its real handler builds, while every AWS call they make
 
 The stack's resources come from template.yaml through the local stack's own code (StackResources),
 so the ARNs the calls name are the ones the template's policies resolve to. moto has no
-StopTrainingJob; the recorder answers it itself, as SageMaker does (an empty answer).
+StopTrainingJob and no Price List; the recorder answers them itself, as AWS does (an empty answer;
+one training price of the stack's region).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -77,6 +79,22 @@ class RecordedStack:
     def stop_training_job(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         return AWSResponse("", 200, {}, None), {}
 
+    @staticmethod
+    def get_products(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        entry = {
+            "product": {
+                "productFamily": "ML Instance",
+                "attributes": {"instanceName": "ml.p3.2xlarge", "regionCode": REGION, "platoinstancetype": "Training"},
+                "sku": "TESTSKU",
+            },
+            "terms": {
+                "OnDemand": {
+                    "TESTSKU.T": {"priceDimensions": {"TESTSKU.T.R": {"unit": "Hrs", "pricePerUnit": {"USD": "3.825"}}}}
+                }
+            },
+        }
+        return AWSResponse("", 200, {}, None), {"FormatVersion": "aws_v1", "PriceList": [json.dumps(entry)]}
+
 
 @contextmanager
 def recorded_stack(options: LocalStackOptions) -> Iterator[RecordedStack]:
@@ -93,6 +111,7 @@ def recorded_stack(options: LocalStackOptions) -> Iterator[RecordedStack]:
         events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
         events.register("before-parameter-build", stack.record)
         events.register("before-call.sagemaker.StopTrainingJob", stack.stop_training_job)
+        events.register("before-call.pricing.GetProducts", stack.get_products)
         try:
             yield stack
         finally:

@@ -149,7 +149,12 @@ _SQS_BATCH = {
     "DeleteMessageBatch": "DeleteMessage",
     "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
 }
-_UNSCOPED = {("sagemaker", "ListTrainingJobs"), ("cloudwatch", "PutMetricData"), ("sts", "GetCallerIdentity")}
+_UNSCOPED = {
+    ("sagemaker", "ListTrainingJobs"),
+    ("cloudwatch", "PutMetricData"),
+    ("sts", "GetCallerIdentity"),
+    ("pricing", "GetProducts"),
+}
 """Operations IAM authorizes on no resource (Resource "*")."""
 
 

@@ -45,6 +45,7 @@ def test_every_queue_is_created_after_its_dead_letter_queue(real: dict[str, Any]
         "SchedulerDeadLetterQueue",
         "EventDeliveryDeadLetterQueue",
         "IdleStopDeadLetterQueue",
+        "PriceRefreshDeadLetterQueue",
     }
     assert order.index("SchedulerQueueDeadLetterQueue") < order.index("SchedulerQueue")
 

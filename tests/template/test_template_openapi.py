@@ -26,6 +26,7 @@ CONTRACT = {
     ("/pools", "get"): ("PoolList", {"200", "403", "503"}),
     ("/quotas", "get"): ("QuotaList", {"200", "403", "503"}),
     ("/attempts", "get"): ("AttemptTimeline", {"200", "400", "403", "503"}),
+    ("/costs", "get"): ("CostReport", {"200", "400", "403", "503"}),
 }
 """(path, method) -> (schema of the success answer, every status code it documents)."""
 

@@ -132,6 +132,7 @@ ALARMS = {
     "SchedulerQueueDeadLetterAlarm": dead_letters("SchedulerQueueDeadLetterQueue"),
     "EventDeliveryDeadLetterAlarm": dead_letters("EventDeliveryDeadLetterQueue"),
     "IdleStopDeadLetterAlarm": dead_letters("IdleStopDeadLetterQueue"),
+    "PriceRefreshDeadLetterAlarm": dead_letters("PriceRefreshDeadLetterQueue"),
     "Api5xxAlarm": Watch(
         "AWS/ApiGateway", "5XXError", {"ApiName": "training-job-queue", "Stage": "prod"}, "Sum", GE, 1, "notBreaching"
     ),
@@ -301,6 +302,7 @@ def test_the_dashboard_body_is_json_with_every_widget_in_the_stacks_region(trans
 def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None:
     per_pool = tuple(emitted_dimensions(pool="ml.g5.xlarge"))
     per_team = tuple(emitted_dimensions(team="vision", pool="ml.g5.xlarge"))
+    team_only = tuple(emitted_dimensions(team="vision"))
     service = tuple(emitted_dimensions())
     api = ("ApiName", "Stage")
     expected = {
@@ -312,6 +314,7 @@ def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None
         ("smq", "TeamBorrowed", per_team),
         ("smq", "TeamPending", per_team),
         ("smq", "TeamWaitTime", per_team),
+        ("smq", "TeamSpendUsd", team_only),
         ("smq", "JobsStarted", service),
         ("smq", "JobsPreempted", service),
         ("smq", "StartsRefused", service),
@@ -367,11 +370,16 @@ def test_ops_resources_add_no_roles(translated: dict[str, Any]) -> None:
         function_role(translated, "ApiFunction"),
         function_role(translated, "SchedulerFunction"),
         function_role(translated, "IdleStopFunction"),
+        function_role(translated, "PriceRefreshFunction"),
     }
 
 
-def test_per_pool_series_are_labelled_by_their_pool(translated: dict[str, Any]) -> None:
-    """`${!PROP(...)}` in the template: CloudFormation leaves CloudWatch's dynamic label alone."""
+def test_searched_series_are_labelled_by_their_pool_or_team(translated: dict[str, Any]) -> None:
+    """`${!PROP(...)}` in the template: CloudFormation leaves CloudWatch's dynamic label alone. A
+    series with a pool is labelled by its pool first; the team spend series by its team."""
     widgets = metric_widgets(dashboard(translated))
-    labels = [row[0]["label"] for properties in widgets for row in properties["metrics"] if isinstance(row[0], dict)]
-    assert labels and all(label.startswith("${PROP('Dim.pool')}") for label in labels)
+    rows = [row[0] for properties in widgets for row in properties["metrics"] if isinstance(row[0], dict)]
+    assert rows
+    for row in rows:
+        first = "Dim.pool" if "pool" in row["expression"] else "Dim.team"
+        assert row["label"].startswith(f"${{PROP('{first}')}}"), row

@@ -15,7 +15,7 @@ ACCOUNT = "123456789012"
 TABLE_ARN = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/smq-QueueTable"
 TRAINING_JOBS = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-job/*"
 # Actions that support no resource-level scoping, so they may only appear with Resource "*".
-UNSCOPABLE = {"sagemaker:ListTrainingJobs"}
+UNSCOPABLE = {"sagemaker:ListTrainingJobs", "pricing:GetProducts"}
 SAGEMAKER_ACTIONS = {
     "sagemaker:CreateTrainingJob",
     "sagemaker:DescribeTrainingJob",
@@ -163,15 +163,42 @@ def test_scheduler_concurrency_admits_its_queue_and_schedule_and_failed_ticks_la
     assert grants["sqs:SendMessage"] == {resolve(queue, "Arn")}
 
 
+PRICE_REFRESH_RULE = "PriceRefreshFunctionDaily"
+"""The one rule that does not feed the scheduler: the daily price refresh's schedule."""
+
+
 def scheduler_rules(translated: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The rules that feed the scheduler: straight to the function, or through its queue."""
     feeds = ({"Fn::GetAtt": ["SchedulerFunction", "Arn"]}, {"Fn::GetAtt": ["SchedulerQueue", "Arn"]})
     rules = {}
     for logical_id, rule in resources(translated, "AWS::Events::Rule").items():
+        if logical_id == PRICE_REFRESH_RULE:
+            continue
         (target,) = rule["Properties"]["Targets"]
         assert target["Arn"] in feeds, logical_id
         rules[logical_id] = rule["Properties"]
     return rules
+
+
+@pytest.mark.parametrize(("refresh", "state"), [("true", "ENABLED"), ("false", "DISABLED")])
+def test_prices_refresh_daily_unless_the_parameter_turns_it_off(
+    translated: dict[str, Any], refresh: str, state: str
+) -> None:
+    rule = translated["Resources"][PRICE_REFRESH_RULE]["Properties"]
+    (target,) = rule["Targets"]
+    assert rule["ScheduleExpression"] == "rate(1 day)"
+    assert target["Arn"] == {"Fn::GetAtt": ["PriceRefreshFunction", "Arn"]}
+    assert value(translated, rule["State"], PriceListRefresh=refresh) == state
+
+
+def test_the_price_refresh_writes_only_the_table_and_reads_only_the_price_list(translated: dict[str, Any]) -> None:
+    grants = granted(translated, function_role(translated, "PriceRefreshFunction"))
+    grants = {action: resources_ for action, resources_ in grants.items() if not action.startswith("logs:")}
+    assert grants == {
+        "dynamodb:PutItem": {TABLE_ARN},
+        "pricing:GetProducts": {"*"},
+        "sqs:SendMessage": {resolve("PriceRefreshDeadLetterQueue", "Arn")},
+    }
 
 
 def test_scheduler_runs_on_every_sagemaker_training_job_state_change(translated: dict[str, Any]) -> None:

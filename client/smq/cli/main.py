@@ -24,9 +24,10 @@ import boto3
 
 from smq.api_client import SmqApiClient
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
-from smq.formatting import describe_text, pools_table, quotas_table, status_table
+from smq.formatting import costs_table, describe_text, first_estimate_line, pools_table, quotas_table, status_table
 from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
 from smq.simulate.cli import register_simulate_command
+from smq.start_estimates import await_first_estimate
 from smq.ui.cli import register_ui_command
 
 PROG = "smq"
@@ -119,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     quotas.add_argument("--json", action="store_true", help="print the answer of GET /quotas as JSON")
     quotas.set_defaults(func=cmd_quotas)
 
+    costs = commands.add_parser(
+        "costs", parents=[connection], help="spend, spot savings and waste per team, owner or tag"
+    )
+    costs.add_argument("--by", default="team", metavar="team|owner|tag:KEY", help="group by (default team)")
+    costs.add_argument("--since", metavar="30d|YYYY-MM-DD", help="first UTC day counted (default: this month)")
+    costs.add_argument("--json", action="store_true", help="print the answer of GET /costs as JSON")
+    costs.set_defaults(func=cmd_costs)
+
     watch = commands.add_parser("watch", parents=[connection], help="the status table, refreshed")
     _status_filters(watch)
     watch.add_argument("--interval", type=_positive_float, default=2.0, metavar="S", help="seconds (default 2)")
@@ -207,11 +216,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
             check_priority(args.priority)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
-    job = _client(args).add_job(with_priority(request, args.priority, replace=True))
+    client = _client(args)
+    job = client.add_job(with_priority(request, args.priority, replace=True))
     if args.json:
         _print_json(job)
-    else:
-        print(queued_message(job, request))
+        return EXIT_OK
+    print(queued_message(job, request))
+    seen = await_first_estimate(client.get_job, job)
+    line = first_estimate_line(seen, now_utc()) if seen is not None else None
+    if line is not None:
+        print(line)
     return EXIT_OK
 
 
@@ -252,6 +266,24 @@ def cmd_quotas(args: argparse.Namespace) -> int:
         print(f"\nTeams by the tag {quotas.get('team_tag')!r}; in use as measured {measured or 'now'}.")
     else:
         print("No team quotas configured.")
+    return EXIT_OK
+
+
+def cmd_costs(args: argparse.Namespace) -> int:
+    report = _client(args).get_costs(args.by, args.since)
+    if args.json:
+        _print_json(report)
+        return EXIT_OK
+    since = str(report.get("since") or "")[:10]
+    if not report.get("groups"):
+        print(f"No spend since {since} (UTC) and nothing running.")
+        return EXIT_OK
+    print(costs_table(report))
+    source = (report.get("prices") or {}).get("source")
+    print(
+        f"\nAttempts that ended since {since} (UTC); Accruing: what running jobs have cost so far, "
+        f"estimated on demand; prices: {source}."
+    )
     return EXIT_OK
 
 

@@ -45,6 +45,7 @@ ROUTES: dict[str, frozenset[str]] = {
     "/pools": frozenset({"GET"}),
     "/quotas": frozenset({"GET"}),
     "/attempts": frozenset({"GET"}),
+    "/costs": frozenset({"GET"}),
 }
 """Resources and methods of openapi.yaml (a test keeps the two equal)."""
 

@@ -108,6 +108,12 @@ def register_local_commands(subparsers: Any) -> None:
     demo = commands.add_parser("demo", help="the seed scenario: four jobs, capacity 2, one preemption")
     demo.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR / "demo")
     demo.add_argument("--executor", choices=("process", "synthetic"), default="process")
+    demo.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the warm-up round that teaches the queue how long the scenario's jobs take",
+    )
     demo.set_defaults(func=_demo)
 
 
@@ -257,4 +263,4 @@ def _inject(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from smq.local.demo import run_demo
 
-    return run_demo(workdir=args.workdir, executor=args.executor)
+    return run_demo(workdir=args.workdir, executor=args.executor, warm_up=args.warm_up)

@@ -27,7 +27,7 @@ def template_handler(handler: str) -> Handler:
 
 def reset_handler_caches() -> None:
     """Handlers build their clients once per cold start; a new stack is a new cold start."""
-    from smq_lambda.handlers import api, aws_clients, idle, scheduler
+    from smq_lambda.handlers import api, aws_clients, idle, price_refresh, scheduler
 
     aws_clients.client.cache_clear()
     scheduler.default_scheduler.cache_clear()
@@ -35,6 +35,7 @@ def reset_handler_caches() -> None:
     scheduler.default_policy.cache_clear()
     idle.default_idle_stop.cache_clear()
     api.default_app.cache_clear()
+    price_refresh.default_refresh.cache_clear()
 
 
 def as_function(function: str, invoke: Handler) -> Handler:

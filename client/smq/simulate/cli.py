@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.simulation.costs import DEFAULT_SPOT_DISCOUNT, Pricing
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.policies import PolicyName
 from smq_lambda.simulation.trace import TraceError, check_pools, parse_trace, write_trace
 
 from smq.argument_types import pool_capacity
-from smq.simulate.report import metrics_table, team_table, write_outputs
+from smq.simulate.report import cost_table, estimate_table, metrics_table, team_table, write_outputs
 from smq.simulate.workloads import GENERATORS, Workload
 
 if TYPE_CHECKING:
@@ -55,7 +56,19 @@ def register_simulate_command(subparsers: Any) -> None:
         "--config",
         type=Path,
         metavar="FILE.json",
-        help="the queue's configuration document (pools, team quotas, preemption and aging rules)",
+        help="the queue's configuration document (pools, team quotas, preemption and aging rules, prices, budgets)",
+    )
+    parser.add_argument(
+        "--region",
+        metavar="REGION",
+        help="price the types --config does not with the prices smq ships for this region (e.g. us-east-1)",
+    )
+    parser.add_argument(
+        "--spot-discount",
+        type=share,
+        default=DEFAULT_SPOT_DISCOUNT,
+        metavar="SHARE",
+        help=f"the share of a spot job's training time SageMaker does not bill (default {DEFAULT_SPOT_DISCOUNT})",
     )
     parser.add_argument("--out", type=Path, metavar="DIR", help="write metrics.json, timeline.csv, gantt.png here")
     parser.add_argument("--seed", type=int, default=7, help="start-up times (simulate) or the workload (generate)")
@@ -68,6 +81,11 @@ def register_simulate_command(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--pass-delay-s", type=float, default=0.0, metavar="S", help="from an event to its pass (default 0)"
+    )
+    parser.add_argument(
+        "--estimates",
+        action="store_true",
+        help="smq only: estimate the pending jobs' starts before passes and measure them (slower)",
     )
     parser.add_argument("--jobs", type=int, help="generate mixed/spot/teams: how many jobs")
     parser.add_argument("--pools", type=int, help="generate kueue: how many pools of 20 instances (default 3)")
@@ -114,6 +132,12 @@ def replay(args: argparse.Namespace) -> int:
     teams = team_table({name: result.metrics for name, result in results.items()})
     if teams is not None:
         print(f"\nper team (quotas of {args.config}):\n\n{teams}")
+    estimates = estimate_table({name: result.metrics for name, result in results.items()})
+    if estimates is not None:
+        print(f"\nstart estimates (smq), measured against the starts that followed:\n\n{estimates}")
+    costs = cost_table({name: result.metrics for name, result in results.items()})
+    if costs is not None:
+        print(f"\ncost (US dollars; budgets hold under smq only):\n\n{costs}")
     if args.out is not None:
         for name, result in results.items():
             directory = args.out / name if args.compare else args.out
@@ -136,7 +160,17 @@ def simulate_args(args: argparse.Namespace) -> tuple[SchedulerConfig, dict[str, 
         raise SimulationUsageError(f"{args.trace} {exc}") from None
     timing = Timing(args.start_s[0], args.start_s[1], args.pass_delay_s, args.seed)
     names = list(PolicyName) if args.compare else [PolicyName(args.policy)]
-    return config, {str(name): simulate(trace, config, name, timing) for name in names}
+    pricing = pricing_of(args, config)
+    return config, {
+        str(name): simulate(trace, config, name, timing, estimates=args.estimates, pricing=pricing) for name in names
+    }
+
+
+def pricing_of(args: argparse.Namespace, config: SchedulerConfig) -> Pricing | None:
+    """What the run is priced at: the prices of --config over those shipped for --region; None (no
+    cost figures, as before prices) when neither prices anything and --config has no budgets."""
+    pricing = Pricing.of(config.prices, args.region, args.spot_discount)
+    return pricing if pricing.prices or config.budgets else None
 
 
 def read_trace(path: str) -> list[TraceJob]:
@@ -179,6 +213,16 @@ def read_config(path: Path) -> QueueConfigDocument:
         raise SimulationUsageError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
     except ConfigError as exc:
         raise SimulationUsageError(str(exc)) from None
+
+
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1 (e.g. 0.7), got {text!r}")
+    return value
 
 
 def start_range(text: str) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """What `smq simulate` prints and writes: a table of the metrics (policies side by side, with
-ratios to smq's), with team quotas a table of the per-team figures, metrics.json, timeline.csv
-and gantt.png."""
+ratios to smq's), with team quotas a table of the per-team figures, with prices a table of the
+costs per team and budget, with --estimates a table of the start estimates' accuracy,
+metrics.json, timeline.csv and gantt.png."""
 
 from __future__ import annotations
 
@@ -112,6 +113,95 @@ def team_table(results: Mapping[str, Mapping[str, Any]]) -> str | None:
                 table.append([name, *row] if several else row)
     headers = ["policy", *TEAM_HEADERS] if several else list(TEAM_HEADERS)
     return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+ESTIMATE_HEADERS = (
+    "estimates",
+    "priority",
+    "measured",
+    "within band",
+    "median error / wait",
+    "median error (min)",
+    "max-runtime: within band",
+    "max-runtime: median error / wait",
+    "max-runtime: median error (min)",
+)
+
+
+def estimate_table(results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Per moment (each job's first estimate of a wait, the sampled passes) and group ("all",
+    "waited", each priority): the learned estimates beside the max-runtime ones of the same run;
+    then the learned ones per kind (band, point, ceiling). None when no run measured estimates."""
+    measured = next((metrics["estimates"] for metrics in results.values() if "estimates" in metrics), None)
+    if measured is None:
+        return None
+    learned, ceiling = measured["learned"], measured["max_runtime"]
+    table = []
+    for moment, groups in learned.items():
+        for group, figures in groups.items():
+            if group in ("unmeasured", "kinds"):
+                continue
+            other = ceiling[moment][group]
+            table.append([moment, group, str(figures["measured"]), *_accuracy(figures), *_accuracy(other)])
+        for kind, figures in groups["kinds"].items():
+            table.append([moment, f"kind: {kind}", str(figures["measured"]), *_accuracy(figures), "", "", ""])
+    return tabulate(table, headers=list(ESTIMATE_HEADERS), tablefmt="github", disable_numparse=True)
+
+
+def _accuracy(figures: Mapping[str, Any]) -> list[str]:
+    if not figures["measured"]:
+        return ["-", "-", "-"]
+    return [
+        f"{figures['within_band']:.3f}",
+        f"{figures['median_error_share']:.3f}",
+        _number(figures["median_error_s"] / MINUTE),
+    ]
+
+
+COST_HEADERS = (
+    "team",
+    "spend",
+    "on-demand equivalent",
+    "spot savings",
+    "waste",
+    "unpriced attempts",
+    "budget / month",
+    "held jobs",
+    "held (h)",
+)
+
+
+def cost_table(results: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """One row per team and a total (per policy, with more than one); None when no run was priced."""
+    measured = {name: metrics["cost"] for name, metrics in results.items() if "cost" in metrics}
+    if not measured:
+        return None
+    several = len(results) > 1
+    table = []
+    for name, cost in measured.items():
+        budgets = cost.get("budgets", {})
+        groups = [*cost["teams"].items(), *((team, None) for team in budgets if team not in cost["teams"])]
+        for team, figures in [*groups, ("total", cost["total"])]:
+            budget = budgets.get(team)
+            row = [
+                team,
+                *_dollars(figures),
+                f"${budget['monthly_usd']:,.2f} {budget['action']}" if budget else "-",
+                str(budget["held_jobs"]) if budget else "-",
+                _number(budget["held_s"] / HOUR) if budget else "-",
+            ]
+            table.append([name, *row] if several else row)
+    headers = ["policy", *COST_HEADERS] if several else list(COST_HEADERS)
+    return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _dollars(figures: Mapping[str, Any] | None) -> list[str]:
+    """Spend, on-demand equivalent, spot savings, waste and unpriced attempts; none for a team with
+    a budget and no attempt."""
+    if figures is None:
+        return ["$0.00", "$0.00", "$0.00", "$0.00", "0"]
+    keys = ("spend_usd", "on_demand_equivalent_usd", "spot_savings_usd", "waste_usd")
+    return [*(f"${figures[key]:,.2f}" for key in keys), str(figures["unpriced_attempts"])]
 
 
 def write_outputs(directory: Path, result: Result, pools: Mapping[str, int], title: str) -> str | None:

@@ -19,10 +19,20 @@
   sometimes has more work than its quota, sometimes none, and a burst often arrives while the
   other team runs on all of the pool. Its configuration is the full document with the quotas;
   without "quotas" it is the queue before teams.
+- `mixed-families` and `teams-families`: the same shapes (pools, teams, sizes, arrival pattern,
+  load, quotas) made of job families, for the start estimates to learn from. A family is one
+  team's recurring job (`vision-vit-b`, `nlp-bert-large`): one pool and size, its own typical
+  duration (lognormal around the workload's: two hours for mixed, one for teams) and its own
+  spread (each duration drawn lognormal around the typical one with a sigma of 0.1 to 0.4), and a
+  MaxRuntimeInSeconds of three typical durations rounded up to the hour (as a user sets a
+  generous ceiling). A burst is a sweep: several jobs of one family at one priority. Jobs are
+  named `<family>-<n>`, n counting the family's jobs; durations are clamped to the ceiling.
+  Different generators from `mixed` and `teams`, whose traces stay as they were.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,11 +184,140 @@ def _team_job(rng: random.Random, team: str, number: int, burst_s: float) -> Tra
     )
 
 
+MODELS = ("a", "b", "c", "d")
+"""Families per team are named after them: `vision-a`, `nlp-c` (names end in no digits, so the
+counter `-<n>` is the only trailing number)."""
+MIN_DURATION_S = 300.0
+
+
+@dataclass(frozen=True)
+class Family:
+    """One team's recurring job: where it runs, its typical duration and how much it varies."""
+
+    name: str
+    team: str
+    pool: str
+    instances: int
+    typical_s: float
+    sigma: float
+    """Of the lognormal each duration is drawn from, around `typical_s`."""
+
+    @property
+    def max_runtime_s(self) -> int:
+        """Three typical durations rounded up to the hour: a generous ceiling, as users set one."""
+        return math.ceil(3 * self.typical_s / HOUR) * int(HOUR)
+
+    def duration(self, rng: random.Random) -> float:
+        drawn = self.typical_s * rng.lognormvariate(0, self.sigma)
+        return float(round(min(max(drawn, MIN_DURATION_S), self.max_runtime_s)))
+
+
+def _families(
+    rng: random.Random, team_names: tuple[str, ...], sizes: dict[str, tuple[int, ...]], typical_s: float, spread: float
+) -> list[Family]:
+    """Four families per team, each on a pool and size of `sizes`, typical durations lognormal
+    (sigma `spread`) around `typical_s`."""
+    return [
+        Family(
+            name=f"{team}-{model}",
+            team=team,
+            pool=(pool := rng.choice(list(sizes))),
+            instances=rng.choice(sizes[pool]),
+            typical_s=min(max(rng.lognormvariate(0, spread) * typical_s, 2 * MIN_DURATION_S), 24 * HOUR),
+            sigma=rng.uniform(0.1, 0.4),
+        )
+        for team in team_names
+        for model in MODELS
+    ]
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A family's job before it is named (names count a family's jobs in submission order)."""
+
+    submit_s: float
+    family: Family
+    priority: int
+    duration_s: float
+    checkpoint_every_s: float
+
+
+def mixed_families(seed: int, jobs: int = 300) -> Workload:
+    rng = random.Random(seed)
+    pools = {"ml.p5.48xlarge": 8, "ml.g5.12xlarge": 16}
+    sizes = {"ml.p5.48xlarge": (1, 1, 2, 2, 4, 8), "ml.g5.12xlarge": (1, 2, 2, 4, 4, 8, 16)}
+    families = _families(rng, ("vision", "nlp", "speech"), sizes, 2 * HOUR / 1.5, 0.9)
+    sweeps: list[tuple[Family, int, list[float]]] = []
+    while (count := sum(len(durations) for _, _, durations in sweeps)) < jobs:
+        family = rng.choice(families)
+        priority = rng.choices((0, 1, 2, 3), (0.5, 0.3, 0.15, 0.05))[0]
+        size = min(rng.randint(1, 15), jobs - count)
+        sweeps.append((family, priority, [family.duration(rng) for _ in range(size)]))
+    offered = sum(family.instances * sum(durations) for family, _, durations in sweeps)
+    window = offered / (sum(pools.values()) * 0.9)
+    drafts = []
+    for family, priority, durations in sweeps:
+        start = rng.uniform(0, window)
+        checkpoint_every_s = float(rng.choice((600, 900, 1800)))
+        drafts += [
+            _Draft(round(start + rng.uniform(0, 600), 1), family, priority, duration, checkpoint_every_s)
+            for duration in durations
+        ]
+    return Workload(_named(rng, drafts), pools)
+
+
+def teams_families(seed: int, jobs: int = 120) -> Workload:
+    rng = random.Random(seed)
+    pools = {TEAMS_POOL: 8}
+    families = _families(rng, TEAM_NAMES, {TEAMS_POOL: (1, 2, 2, 4)}, HOUR, 0.6)
+    drafts: list[_Draft] = []
+    at, round_number = 0.0, 0
+    while len(drafts) < jobs:
+        first = round_number % len(TEAM_NAMES)
+        order = TEAM_NAMES[first:] + TEAM_NAMES[:first]
+        for team, offset in zip(order, (0.0, rng.uniform(0.25 * HOUR, HOUR)), strict=True):
+            family = rng.choice([family for family in families if family.team == team])
+            drafts += [
+                _Draft(round(at + offset + rng.uniform(0, 600), 1), family, 0, family.duration(rng), 900.0)
+                for _ in range(min(rng.randint(4, 7), jobs - len(drafts)))
+            ]
+        at += rng.uniform(5 * HOUR, 8 * HOUR)
+        round_number += 1
+    quotas = {team: {"instances": {TEAMS_POOL: 4}, "sharing": "lend_and_borrow"} for team in TEAM_NAMES}
+    return Workload(_named(rng, drafts), pools, {"pools": pools, "quotas": quotas})
+
+
+def _named(rng: random.Random, drafts: list[_Draft]) -> list[TraceJob]:
+    """The jobs of `drafts` in submission order, each named `<family>-<n>`."""
+    counts: dict[str, int] = {}
+    jobs = []
+    for draft in sorted(drafts, key=lambda draft: (draft.submit_s, draft.family.name)):
+        family = draft.family
+        counts[family.name] = counts.get(family.name, 0) + 1
+        jobs.append(
+            TraceJob(
+                name=f"{family.name}-{counts[family.name]}",
+                submit_s=draft.submit_s,
+                priority=draft.priority,
+                pool=family.pool,
+                instances=family.instances,
+                duration_s=draft.duration_s,
+                team=family.team,
+                checkpoint_every_s=draft.checkpoint_every_s,
+                stop_s=float(rng.randint(30, 120)),
+                max_runtime_s=family.max_runtime_s,
+            )
+        )
+    return jobs
+
+
 GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
     "mixed": (mixed, "jobs"),
     "seed": (seed_scenario, None),
     "kueue": (kueue, "pools"),
     "spot": (spot, "jobs"),
     "teams": (teams, "jobs"),
+    "mixed-families": (mixed_families, "jobs"),
+    "teams-families": (teams_families, "jobs"),
 }
 """Each generator, and the size option it takes (`--jobs` or `--pools`), if any."""

@@ -9,9 +9,10 @@ The item holds the pools, each team's share of them, and the pass's start estima
 under DynamoDB's 400 KB. Pools and teams are as many as the configuration names (rows: teams
 times pools, kept up to MAX_TEAM_ROWS); estimates are one per pending job the pass saw, which its
 windows bound to a few hundred: `bounded` keeps at most MAX_ESTIMATES of them (the soonest to
-start) and at most MAX_ASSUMED_CHARS of each one's `assumed`. At those bounds the item is under
-300 KB at worst (50 pools, team names of 256 characters, every other name at its longest, each
-`assumed` of 2-byte characters), typically a few KB.
+start) and at most MAX_ASSUMED_CHARS of each one's `assumed`; the jobs held for their team's budget,
+also among those the pass saw, are kept up to MAX_ESTIMATES names (the first in name order). At those bounds the item is under
+310 KB at worst (50 pools, team names of 256 characters, every other name at its longest, each
+`assumed` of 2-byte characters, each estimate a band with a first estimate kept), typically a few KB.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, StartEstimate, TeamMeasure
+from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
+from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
 
 USAGE_KEY = {"name": {"S": "#pool-usage"}}
 """Job names cannot contain '#', so the report can never collide with a job. It carries none of the
@@ -31,7 +33,9 @@ indexed attributes, so it appears in no index, and no TTL: the latest report sta
 CONDITION_FAILED = "ConditionalCheckFailedException"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed width, so the stored strings sort as the times do (the condition compares them)."""
-MAX_ESTIMATES = 400
+MAX_ESTIMATES = 250
+"""Above the most a pass estimates (forecast/estimate.py DEFAULT_MAX_JOBS), so in practice a bound
+that keeps every estimate."""
 MAX_ASSUMED_CHARS = 160
 MAX_TEAM_ROWS = 300
 
@@ -65,7 +69,9 @@ class DynamoPoolUsageBoard:
 def bounded(report: PoolUsageReport) -> PoolUsageReport:
     """`report` as the board keeps it: at most MAX_TEAM_ROWS team rows (the first), MAX_ESTIMATES
     estimates (the soonest to start, in the report's order; those beyond the replay's horizon go
-    first) and MAX_ASSUMED_CHARS of each `assumed`. Within the bounds it is `report` itself."""
+    first) and MAX_ASSUMED_CHARS of each `assumed`; first estimates only of the jobs kept (when the
+    report has estimates), at most MAX_ESTIMATES (the soonest). Within the bounds it is `report`
+    itself."""
     estimates = report.estimates
     if len(estimates) > MAX_ESTIMATES:
         ranked = sorted(
@@ -77,9 +83,16 @@ def bounded(report: PoolUsageReport) -> PoolUsageReport:
         estimates = {
             name: replace(estimate, assumed=_clipped(estimate.assumed)) for name, estimate in estimates.items()
         }
-    if estimates is report.estimates and len(report.teams) <= MAX_TEAM_ROWS:
+    first = report.first_estimates
+    if len(first) > MAX_ESTIMATES or (report.estimates and not first.keys() <= estimates.keys()):
+        soonest = sorted(
+            (given for name, given in first.items() if not report.estimates or name in estimates),
+            key=lambda given: given.likely,
+        )
+        first = {given.job_name: given for given in soonest[:MAX_ESTIMATES]}
+    if estimates is report.estimates and first is report.first_estimates and len(report.teams) <= MAX_TEAM_ROWS:
         return report
-    return replace(report, teams=report.teams[:MAX_TEAM_ROWS], estimates=estimates)
+    return replace(report, teams=report.teams[:MAX_TEAM_ROWS], estimates=estimates, first_estimates=first)
 
 
 def _clipped(text: str) -> str:
@@ -100,6 +113,8 @@ def _to_item(report: PoolUsageReport) -> dict[str, Any]:
         "pools": {"L": [{"M": _pool_to_item(pool)} for pool in report.pools]},
         "teams": {"L": [{"M": _team_to_item(team)} for team in report.teams]},
         "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in report.estimates.values()]},
+        "first_estimates": {"L": [{"M": _given_to_item(given)} for given in report.first_estimates.values()]},
+        "budget_held": {"L": [{"S": name} for name in sorted(report.budget_held)[:MAX_ESTIMATES]]},
     }
 
 
@@ -136,13 +151,54 @@ def _team_from_item(item: dict[str, Any]) -> TeamMeasure:
 
 
 def _estimate_to_item(estimate: StartEstimate) -> dict[str, Any]:
-    at = {"NULL": True} if estimate.at is None else {"S": _time(estimate.at)}
-    return {"job": {"S": estimate.job_name}, "at": at, "assumed": {"S": estimate.assumed}}
+    return {
+        "job": {"S": estimate.job_name},
+        "at": _optional_time(estimate.at),
+        "assumed": {"S": estimate.assumed},
+        "earliest": _optional_time(estimate.earliest),
+        "latest": _optional_time(estimate.latest),
+        "kind": {"S": str(estimate.kind)},
+    }
 
 
 def _estimate_from_item(item: dict[str, Any]) -> StartEstimate:
-    at = None if "NULL" in item["at"] else _parse_time(item["at"]["S"])
-    return StartEstimate(job_name=item["job"]["S"], at=at, assumed=item["assumed"]["S"])
+    """Reports written before bands existed read as points (no earliest or latest)."""
+    return StartEstimate(
+        job_name=item["job"]["S"],
+        at=_time_or_none(item["at"]),
+        assumed=item["assumed"]["S"],
+        earliest=_time_or_none(item.get("earliest", {"NULL": True})),
+        latest=_time_or_none(item.get("latest", {"NULL": True})),
+        kind=EstimateKind(item.get("kind", {"S": EstimateKind.POINT})["S"]),
+    )
+
+
+def _given_to_item(given: GivenEstimate) -> dict[str, Any]:
+    return {
+        "job": {"S": given.job_name},
+        "given_at": {"S": _time(given.given_at)},
+        "earliest": {"S": _time(given.earliest)},
+        "likely": {"S": _time(given.likely)},
+        "latest": _optional_time(given.latest),
+    }
+
+
+def _given_from_item(item: dict[str, Any]) -> GivenEstimate:
+    return GivenEstimate(
+        job_name=item["job"]["S"],
+        given_at=_parse_time(item["given_at"]["S"]),
+        earliest=_parse_time(item["earliest"]["S"]),
+        likely=_parse_time(item["likely"]["S"]),
+        latest=_time_or_none(item["latest"]),
+    )
+
+
+def _optional_time(moment: datetime | None) -> dict[str, Any]:
+    return {"NULL": True} if moment is None else {"S": _time(moment)}
+
+
+def _time_or_none(value: dict[str, Any]) -> datetime | None:
+    return None if "NULL" in value else _parse_time(value["S"])
 
 
 def _pool_to_item(pool: PoolMeasure) -> dict[str, Any]:
@@ -165,9 +221,12 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
     )
     teams = tuple(_team_from_item(entry["M"]) for entry in item.get("teams", {}).get("L", ()))
     estimates = (_estimate_from_item(entry["M"]) for entry in item.get("estimates", {}).get("L", ()))
+    first = (_given_from_item(entry["M"]) for entry in item.get("first_estimates", {}).get("L", ()))
     return PoolUsageReport(
         pools=pools,
         measured_at=_parse_time(item["measured_at"]["S"]),
         teams=teams,
         estimates={estimate.job_name: estimate for estimate in estimates},
+        first_estimates={given.job_name: given for given in first},
+        budget_held=frozenset(entry["S"] for entry in item.get("budget_held", {}).get("L", ())),
     )

@@ -18,6 +18,10 @@ Item layout (partition key `name`):
                                                    (absent when empty)
     reason                                      S  (absent when None)
     team                                        S  the team tag's value at submission (absent when None)
+    family                                      S  the `smq:family` tag's value at submission (absent
+                                                   when None)
+    budget_override                             BOOL  true when tagged `smq:budget-override` (absent
+                                                   when false)
     expected_duration_s, max_runtime_s          N  the `smq:expected-duration` tag and StoppingCondition.
                                                    MaxRuntimeInSeconds, in seconds (absent when None)
     request                                     S  JSON text: the CreateTrainingJob dict exactly as
@@ -39,11 +43,13 @@ Item layout (partition key `name`):
 Free texts (reasons, what a change did) are stored up to MAX_TEXT_CHARS characters, so that with
 the bounded lists above and the API's 256 KB request limit a job always fits DynamoDB's 400 KB item.
 
-Items written before `team`, `expected_duration_s`, `max_runtime_s` and `pending_team` existed
-decode with None for the three fields; such a pending job is in no team's window until its next
-write (every pool window still shows it). The pending indexes project the three fields: a stack
+Items written before `team`, `expected_duration_s`, `max_runtime_s`, `family` and `pending_team`
+existed decode with None for the four fields; such a pending job is in no team's window until its
+next write (every pool window still shows it), and its family comes from its name. The pending
+indexes project the four fields: a stack
 deployed before them must have its pending indexes recreated, since DynamoDB cannot change a GSI's
-projection in place (see the QueueTable comment in template.yaml).
+projection in place (see the QueueTable comment in template.yaml). They project `budget_override`
+too (a pass decides over its windows); an item without it is a job not overridden.
 
 Items written before `owner_state` existed are in no owner's listing until their next write sets
 it (a save writes every attribute but the immutable ones); a finished one, never written again,
@@ -91,6 +97,8 @@ OPTIONAL_ATTRIBUTES = (
     "not_before",
     "stop_outcome",
     "team",
+    "family",
+    "budget_override",
     "expected_duration_s",
     "max_runtime_s",
     "pending_pool",
@@ -167,6 +175,10 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         item["stop_outcome"] = {"S": str(job.stop_outcome)}
     if job.team is not None:
         item["team"] = {"S": job.team}
+    if job.family is not None:
+        item["family"] = {"S": job.family}
+    if job.budget_override:
+        item["budget_override"] = {"BOOL": True}
     if job.expected_duration_s is not None:
         item["expected_duration_s"] = {"N": str(job.expected_duration_s)}
     if job.max_runtime_s is not None:
@@ -219,6 +231,8 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         earlier_job_ids=tuple(entry["S"] for entry in item.get("earlier_job_ids", {"L": []})["L"]),
         stop_outcome=_optional_outcome(item, "stop_outcome"),
         team=_optional_s(item, "team"),
+        family=_optional_s(item, "family"),
+        budget_override=item.get("budget_override", {}).get("BOOL", False),
         expected_duration_s=_optional_n(item, "expected_duration_s"),
         max_runtime_s=_optional_n(item, "max_runtime_s"),
     )

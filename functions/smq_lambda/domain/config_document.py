@@ -1,6 +1,7 @@
-"""The queue's configuration document: its pools, its teams' quotas, and the preemption and aging
-rules. The deployed queue reads it from its SSM parameter (the "pools parameter"); `smq local up
---config` and `smq simulate --config` read the same document from a file.
+"""The queue's configuration document: its pools, its teams' quotas, the preemption and aging
+rules, and what training costs (prices, cost tags, team budgets). The deployed queue reads it from
+its SSM parameter (the "pools parameter"); `smq local up --config` and `smq simulate --config`
+read the same document from a file.
 
     {"pools": {"ml.p5.48xlarge": 8},                      instance type → instances; required
      "team_tag": "team",                                  the tag key naming a job's team
@@ -9,11 +10,14 @@ rules. The deployed queue reads it from its SSM parameter (the "pools parameter"
                 "nlp": {"instances": {"ml.p5.48xlarge": 4}, "sharing": "lend"}},
      "preemption": {"min_runtime_s": 600, "max_preemptions": 3},
      "aging": {"per_hour": 1, "cap": 5},
-     "usage_half_life_s": 3600}
+     "usage_half_life_s": 3600,
+     "prices": {"ml.p5.48xlarge": 55.04},                 $ per instance-hour (cost_document.py)
+     "cost_tags": ["project"],
+     "budgets": {"vision": {"monthly_usd": 50000, "action": "hold"}}}
 
 Two forms. The document is the *full* form above when any of its keys is one of the full form's
-top-level keys (pools, team_tag, quotas, preemption, aging, usage_half_life_s); then `pools` is
-required and any other key is refused. Otherwise it is the *flat* form of the queue before teams,
+top-level keys (pools, team_tag, quotas, preemption, aging, usage_half_life_s, prices, cost_tags,
+budgets); then `pools` is required and any other key is refused. Otherwise it is the *flat* form of the queue before teams,
 `{"ml.g5.xlarge": 8}`: every key an instance type, every value its count, and it means
 `{"pools": {...}}`. An instance type is never one of those words, so the two cannot be confused;
 `{}` is the flat form with no pool.
@@ -23,13 +27,14 @@ as are idle); `usage_half_life_s` 3600; no `aging` section: no aging (an `aging`
 `per_hour` and `cap`). A member missing from `preemption` (or the whole section) takes the default
 of the mode: QUOTA_PREEMPTION_DEFAULTS (600 s, 3 preemptions) when there are quotas, else no
 protection (PreemptionRules()), exactly the queue before teams. `max_preemptions: null` means no
-limit, which is not the same as leaving it out.
+limit, which is not the same as leaving it out. No cost section: no prices of its own, no cost
+tags, no budgets.
 
 Every number is bounded, so no value the parser accepts can break a pass (a capacity beyond
 what a DynamoDB query or a slice takes, a duration beyond what a datetime holds): instance counts
 (pools, quotas, borrow_limit) at most MAX_INSTANCES, durations (min_runtime_s, usage_half_life_s)
 at most MAX_SECONDS (ten years), other counts (max_preemptions, aging.cap) and aging.per_hour at
-most MAX_COUNT (domain/bounds.py).
+most MAX_COUNT (domain/bounds.py); prices and budgets have their own bounds (cost_document.py).
 
 Anything else is refused with a ConfigDocumentError naming the key path
 (`quotas.vision.sharing: 'share' is not one of reserve, lend, lend_and_borrow`), so a typo is
@@ -44,6 +49,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
+from smq_lambda.domain.budgets import Budget
+from smq_lambda.domain.cost_document import COST_KEYS, parse_cost_sections
+from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.teams import (
     DEFAULT_TEAM_TAG,
     DEFAULT_USAGE_HALF_LIFE_S,
@@ -57,7 +65,7 @@ from smq_lambda.domain.teams import (
 )
 from smq_lambda.errors import ConfigError
 
-TOP_LEVEL_KEYS = ("pools", "team_tag", "quotas", "preemption", "aging", "usage_half_life_s")
+TOP_LEVEL_KEYS = ("pools", "team_tag", "quotas", "preemption", "aging", "usage_half_life_s", *COST_KEYS)
 QUOTA_KEYS = ("instances", "sharing", "borrow_limit")
 PREEMPTION_KEYS = ("min_runtime_s", "max_preemptions")
 AGING_KEYS = ("per_hour", "cap")
@@ -84,6 +92,10 @@ class QueueConfigDocument:
     teams: Teams = field(default_factory=Teams)
     preemption: PreemptionRules = field(default_factory=PreemptionRules)
     aging: Aging = field(default_factory=Aging)
+    prices: Prices = field(default_factory=dict)
+    """The document's own prices (see cost_document.py); the prices in force add defaults to them."""
+    cost_tags: tuple[str, ...] = ()
+    budgets: Mapping[str, Budget] = field(default_factory=dict)
 
 
 def parse_config_document(value: Any, *, source: str) -> QueueConfigDocument:
@@ -136,11 +148,15 @@ class _Parser:
             ),
         )
         defaults = QUOTA_PREEMPTION_DEFAULTS if teams.enabled else PreemptionRules()
+        costs = parse_cost_sections(value, self)
         return QueueConfigDocument(
             pools=pools,
             teams=teams,
             preemption=self.preemption(value.get("preemption", {}), defaults),
             aging=self.aging(value["aging"]) if "aging" in value else Aging(),
+            prices=costs.prices,
+            cost_tags=costs.cost_tags,
+            budgets=costs.budgets,
         )
 
     def pools(self, value: Any, *, path: str) -> dict[str, int]:
@@ -169,8 +185,8 @@ class _Parser:
             if total > capacity:
                 raise self.fail("quotas", f"quotas of {pool} add up to {total}, the pool has {capacity}")
 
-    def team_name(self, team: str) -> None:
-        path = f"quotas.{team}" if team else 'quotas.""'
+    def team_name(self, team: str, *, section: str = "quotas") -> None:
+        path = f"{section}.{team}" if team else f'{section}.""'
         if not team or len(team) > TAG_VALUE_MAX:
             raise self.fail(path, f"a team name is a tag value: 1 to {TAG_VALUE_MAX} characters")
         if team == UNASSIGNED:
@@ -265,6 +281,16 @@ class _Parser:
         if value > maximum:
             raise self.fail(path, f"must be at most {maximum}{f' {unit}' if unit else ''}, not {value}")
         return value
+
+    def number(
+        self, value: Any, path: str, *, maximum: float, what: str, minimum: float = 0, above_minimum: bool = False
+    ) -> float:
+        """`value` as a float if it is a JSON number from `minimum` (exclusive when `above_minimum`)
+        to `maximum`; else refused as not being `what`."""
+        low_ok = is_number(value) and (value > minimum if above_minimum else value >= minimum)
+        if not low_ok or value > maximum:
+            raise self.fail(path, f"must be {what}, not {value!r}")
+        return float(value)
 
 
 def dotted(*parts: str) -> str:

@@ -36,6 +36,8 @@ RESUMED_OUTCOMES = frozenset(
     }
 )
 """Endings after which the job waits again and redoes the training since its last checkpoint."""
+SAGEMAKER_DEFAULT_MAX_RUNTIME_S = 86_400
+"""SageMaker stops a training job after a day when its request names no MaxRuntimeInSeconds."""
 
 Prices = Mapping[str, float]
 """On-demand US dollars per instance-hour, by instance type."""
@@ -135,14 +137,15 @@ class CostEstimate:
 
 def estimated_cost(job: Job, prices: Prices, *, expected_s: int | None = None) -> CostEstimate | None:
     """The job's expected cost: its expected duration (`expected_s` when the caller knows better,
-    else the `smq:expected-duration` tag), else its MaxRuntimeInSeconds as a ceiling, times its
-    instances' hourly rate. None when unpriced or when it has neither duration."""
+    else the `smq:expected-duration` tag), else its MaxRuntimeInSeconds (SageMaker's default of a
+    day when the request names none) as a ceiling, times its instances' hourly rate. None when
+    unpriced."""
     rate = hourly_rate(job.demand, prices)
     seconds = expected_s if expected_s is not None else job.expected_duration_s
     ceiling = seconds is None
     if seconds is None:
-        seconds = job.max_runtime_s
-    if rate is None or seconds is None:
+        seconds = job.max_runtime_s if job.max_runtime_s is not None else SAGEMAKER_DEFAULT_MAX_RUNTIME_S
+    if rate is None:
         return None
     return CostEstimate(usd=rate * seconds / SECONDS_PER_HOUR, usd_per_hour=rate, seconds=seconds, ceiling=ceiling)
 

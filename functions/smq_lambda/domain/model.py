@@ -113,6 +113,11 @@ class Job:
     stop_outcome: AttemptOutcome | None = None
     """Set while `stopping` for a governance rule (an idle GPU): when the stop lands the attempt
     closes with this outcome and the job ends failed, not cancelled."""
+    family: str | None = None
+    """The job's `smq:family` tag at submission, else None (its family then comes from its name:
+    see forecast/durations.py)."""
+    budget_override: bool = False
+    """Tagged `smq:budget-override` = `true` (by an admin): its team's hold budget never holds it."""
 
     @property
     def pool(self) -> str:

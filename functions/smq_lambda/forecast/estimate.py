@@ -1,154 +1,218 @@
-"""When will my job start? Each pending job's estimated start, from replaying the queue forward
-with the real scheduling code (see `queue_replay` for what a replay assumes).
+"""When will my job start? Each pending job's estimated start, a band: the queue replayed forward
+with the real scheduling code (see `queue_replay` for what a replay assumes), three times, with
+every job's remaining training at the low, likely and high end of its duration band.
 
-How long each job still needs, in this order:
+A job's duration band (forecast/durations.py): its `smq:expected-duration` tag (a point), else the
+quartiles of similar completed jobs (same owner and family, same owner and pool, same pool),
+capped by its MaxRuntimeInSeconds, else MaxRuntimeInSeconds alone (a ceiling), else unknown.
 
-1. tagged: its `smq:expected-duration` tag (`Job.expected_duration_s`), less the training it has
-   already done: the time since its current attempt started, and for a job that waits again after
-   a preemption, a spot fallback or an infrastructure failure, its earlier attempts (started to
-   ended) as well, since it resumes from its checkpoint. That is the job's history. Attempts no
-   longer kept in full (beyond the 20 most recent) are not counted.
-2. max runtime: its request's MaxRuntimeInSeconds (`Job.max_runtime_s`), less the time since its
-   current attempt started (a starting or running one): an upper bound, as SageMaker stops an
-   attempt then. It bounds each attempt, so a job that waits again gets the whole of it.
-3. unknown: neither. The job never ends in the replay, so a job that needs its instances gets no
-   time (`at` None) and is told which job it waits for.
+How long a job still needs, at each end of its band: the band less the training it has already
+done; a job that overran it is given a tenth of that duration more, at most MIN_REMAINING_S (so a
+one-minute job is not assumed to need another minute, nor a day-long one to end at once). The
+training done is the time since
+its current attempt started, and for a job that waits again after a preemption, a spot fallback or
+an infrastructure failure, its earlier attempts (started to ended) as well, since it resumes from
+its checkpoint (attempts no longer kept in full, beyond the 20 most recent, are not counted). A
+MaxRuntimeInSeconds bounds each attempt, so it is counted against the current attempt only. A job
+of unknown duration never ends in the replay, so a job that needs its instances gets no time (`at`
+None) and is told which job it waits for.
 
-A job gets at least MIN_REMAINING_S, however long it overran its duration.
+A stop (a preemption in flight, or one the replay's passes send) lands DEFAULT_STOP_S after it was
+sent in the likely and late replays, at once in the early one: how long SageMaker takes to stop a
+job is not learned, and a stop can be quick (a trainer that checkpoints on SIGTERM and exits).
+
+The three starts are sorted, so earliest ≤ likely ≤ latest even where a shorter job ahead changes
+the order in which the jobs behind it start; each is at or after the pass (`now`), and a job with
+room now starts at the replay's first pass, `now`, in all three. When every duration is a point,
+one replay gives all three.
 
 Bounded cost: only the first `max_jobs` pending jobs in queue order are estimated, and only they
 and the live jobs are replayed (later jobs could only backfill beside them, or take a share as
-another team); the replay stops when all of them started, when virtual time passes `horizon`, or
+another team); each replay stops when all of them started, when virtual time passes `horizon`, or
 after `max_events` events (a job's end, a stop landing, a pass; about three per start). A pass is
-one `decide` over the live jobs and those pending jobs, so an estimate costs at most `max_events`
-passes; 200 pending jobs behind 60 live ones in two pools of 64 take about 0.2 s (1 s with
-backfill, whose passes try every waiting job beside the heads) on one core. Jobs left without a
-time at the bound say so.
+one `decide` over the live jobs and those pending jobs, so an estimate costs at most three times
+`max_events` passes; one replay of 200 pending jobs behind 60 live ones in two pools of 64 takes
+about 0.2 s (1 s with backfill, whose passes try every waiting job beside the heads) on one core.
+Jobs left without a time at the bound say so.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from smq_lambda.domain.durations import EXPECTED_DURATION_TAG
 from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
+from smq_lambda.forecast.durations import NO_HISTORY, Basis, DurationHistory, expected_duration, trained_before
 from smq_lambda.forecast.queue_replay import Replay
-from smq_lambda.ports import StartEstimate
+from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
+from smq_lambda.replay.trace_job import DEFAULT_STOP_S
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 DEFAULT_HORIZON = timedelta(days=7)
 DEFAULT_MAX_JOBS = 200
 DEFAULT_MAX_EVENTS = 3_000
 MIN_REMAINING_S = 60.0
-RESUMING_OUTCOMES = frozenset(
-    {AttemptOutcome.PREEMPTED, AttemptOutcome.SPOT_FALLBACK, AttemptOutcome.INFRASTRUCTURE_FAILURE}
-)
-"""Attempts whose training a job keeps: it waits again and resumes from its checkpoint."""
+OVERRUN_SHARE = 0.1
 NO_ARRIVALS = "no new higher-priority jobs"
-
-
-class Source(StrEnum):
-    TAGGED = "tagged"
-    MAX_RUNTIME = "max-runtime"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
 class Remaining:
-    seconds: float
-    """Training still needed once it trains; math.inf when unknown."""
-    source: Source
+    """Training a job still needs once it trains, at each end of its band (math.inf: unknown)."""
+
+    low_s: float
+    likely_s: float
+    high_s: float
+    basis: Basis
+
+    @property
+    def ends(self) -> tuple[float, float, float]:
+        return (self.low_s, self.likely_s, self.high_s)
 
 
-def remaining(job: Job, now: datetime) -> Remaining:
-    """How long `job` still trains, and what says so (see the module docstring)."""
+def remaining(job: Job, now: datetime, history: DurationHistory = NO_HISTORY) -> Remaining:
+    """How long `job` still trains, at each end of its band, and what says so (see the module)."""
     attempt = job.current_attempt
     current = 0.0
     if job.is_live and attempt is not None:
         until = job.updated_at if job.state in (JobState.PREEMPTING, JobState.STOPPING) and job.updated_at else now
         current = max((min(until, now) - attempt.started_at).total_seconds(), 0.0)
-    if job.expected_duration_s is not None:
-        left = job.expected_duration_s - current - trained_before(job)
-        return Remaining(max(left, MIN_REMAINING_S), Source.TAGGED)
-    if job.max_runtime_s is not None:
-        this_attempt = current if job.state in (JobState.STARTING, JobState.RUNNING) else 0.0
-        return Remaining(max(job.max_runtime_s - this_attempt, MIN_REMAINING_S), Source.MAX_RUNTIME)
-    return Remaining(math.inf, Source.UNKNOWN)
-
-
-def trained_before(job: Job) -> float:
-    """Seconds the job trained in its ended attempts that it resumes from (kept in full only)."""
-    return sum(
-        max((attempt.ended_at - attempt.started_at).total_seconds(), 0.0)
-        for attempt in job.attempts
-        if attempt.ended_at is not None and attempt.outcome in RESUMING_OUTCOMES
+    this_attempt = current if job.state in (JobState.STARTING, JobState.RUNNING) else 0.0
+    attempt_cap = math.inf if job.max_runtime_s is None else job.max_runtime_s - this_attempt
+    band = expected_duration(job, history)
+    if band.basis is Basis.UNKNOWN:
+        return Remaining(math.inf, math.inf, math.inf, band.basis)
+    done = this_attempt if band.basis is Basis.MAX_RUNTIME else current + trained_before(job)
+    low, likely, high = (
+        max(min(total - done, attempt_cap), min(OVERRUN_SHARE * total, MIN_REMAINING_S)) for total in band.ends
     )
+    return Remaining(low, likely, high, band.basis)
 
 
 def estimate_starts(
     snapshot: Snapshot,
     now: datetime,
     config: SchedulerConfig,
+    history: DurationHistory = NO_HISTORY,
     *,
     horizon: timedelta = DEFAULT_HORIZON,
     max_jobs: int = DEFAULT_MAX_JOBS,
     max_events: int = DEFAULT_MAX_EVENTS,
 ) -> dict[str, StartEstimate]:
-    """The estimated start of the first `max_jobs` pending jobs of `snapshot` (queue order), by
-    job name. Pure: replays a copy, in virtual time."""
-    pending = sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order)
-    targets = pending[: max(max_jobs, 0)]
+    """The estimated start band of the first `max_jobs` pending jobs of `snapshot` (queue order),
+    by job name, with durations learned from `history`. Pure: replays copies, in virtual time."""
+    targets = estimated_jobs(snapshot, max_jobs)
     if not targets:
         return {}
     jobs = (*(job for job in snapshot.jobs if job.is_live), *targets)
-    left = {job.name: remaining(job, now) for job in jobs}
-    replay = Replay(
-        Snapshot(jobs=jobs, external_usage=snapshot.external_usage, team_usage=snapshot.team_usage),
-        now,
-        config,
-        {name: value.seconds for name, value in left.items()},
-        [job.name for job in targets],
-    )
-    replay.play(until_s=horizon.total_seconds(), max_events=max_events)
-    cut_short = bool(replay.waiting) and bool(replay.events) and replay.events[0][0] <= horizon.total_seconds()
-    holding = replay.still_holding()
+    left = {job.name: remaining(job, now, history) for job in jobs}
+    points = all(value.low_s == value.high_s for value in left.values())
+    replays = [
+        _replay(
+            snapshot,
+            jobs,
+            targets,
+            now,
+            config,
+            {name: value.ends[end] for name, value in left.items()},
+            stop_s=0.0 if end == 0 else DEFAULT_STOP_S,
+        )
+        for end in ((1,) if points else (0, 1, 2))
+    ]
+    for replay in replays:
+        replay.play(until_s=horizon.total_seconds(), max_events=max_events)
+    likely = replays[len(replays) // 2]
+    cut_short = bool(likely.waiting) and bool(likely.events) and likely.events[0][0] <= horizon.total_seconds()
+    holding = likely.still_holding()
     estimates = {}
     for job in targets:
         outside = _outside(job, snapshot.external_usage)
-        if job.name in replay.started:
-            at = now + timedelta(seconds=replay.started[job.name])
-            sources = Counter(left[name].source for name in replay.ahead[job.name])
-            estimates[job.name] = StartEstimate(job.name, at, assumes(sources) + outside)
-        else:
+        earliest, at, latest = _sorted_starts(replays, job.name)
+        if math.isinf(at):
             why = _not_started(job, config, holding, left, horizon, cut_short=cut_short)
             estimates[job.name] = StartEstimate(job.name, None, why + outside)
+            continue
+        sources = Counter(left[name].basis for name in likely.ahead.get(job.name, ()))
+        estimates[job.name] = StartEstimate(
+            job.name,
+            now + timedelta(seconds=at),
+            assumes(sources) + outside,
+            earliest=now + timedelta(seconds=earliest),
+            latest=None if math.isinf(latest) else now + timedelta(seconds=latest),
+            kind=kind_of(sources),
+        )
     return estimates
 
 
-def assumes(sources: Mapping[Source, int]) -> str:
-    """`assumes 3 jobs ahead run as tagged (smq:expected-duration) and 2 for their
-    MaxRuntimeInSeconds (an upper bound); no new higher-priority jobs`."""
-    tagged, bounded = sources.get(Source.TAGGED, 0), sources.get(Source.MAX_RUNTIME, 0)
-    if not tagged and not bounded:
-        return f"no job ahead has to finish first; assumes {NO_ARRIVALS}"
-    first = tagged or bounded
-    subject = f"{first} job{'s' if first > 1 else ''} ahead run{'' if first > 1 else 's'}"
-    tag = f"as tagged ({EXPECTED_DURATION_TAG})"
-    if tagged and bounded:
-        bound = f"{bounded} for {'their' if bounded > 1 else 'its'} MaxRuntimeInSeconds (an upper bound)"
-        return f"assumes {subject} {tag} and {bound}; {NO_ARRIVALS}"
-    if tagged:
-        return f"assumes {subject} {tag}; {NO_ARRIVALS}"
-    return (
-        f"assumes {subject} for {'their' if bounded > 1 else 'its'} MaxRuntimeInSeconds (an upper bound); {NO_ARRIVALS}"
+def estimated_jobs(snapshot: Snapshot, max_jobs: int = DEFAULT_MAX_JOBS) -> list[Job]:
+    """The pending jobs an estimate covers: the first `max_jobs` in queue order."""
+    pending = sorted((job for job in snapshot.jobs if job.state is JobState.PENDING), key=lambda job: job.order)
+    return pending[: max(max_jobs, 0)]
+
+
+def _replay(
+    snapshot: Snapshot,
+    jobs: Sequence[Job],
+    targets: Sequence[Job],
+    now: datetime,
+    config: SchedulerConfig,
+    durations: Mapping[str, float],
+    *,
+    stop_s: float,
+) -> Replay:
+    return Replay(
+        Snapshot(jobs=tuple(jobs), external_usage=snapshot.external_usage, team_usage=snapshot.team_usage),
+        now,
+        config,
+        durations,
+        [job.name for job in targets],
+        stop_s=stop_s,
     )
+
+
+def _sorted_starts(replays: Sequence[Replay], name: str) -> tuple[float, float, float]:
+    """The job's start in each replay, in seconds after now, sorted (math.inf: not started); one
+    replay gives all three."""
+    starts = sorted(replay.started.get(name, math.inf) for replay in replays)
+    return (starts[0], starts[len(starts) // 2], starts[-1])
+
+
+def kind_of(sources: Mapping[Basis, int]) -> EstimateKind:
+    """A band when any duration ahead was learned; else a ceiling when any is a MaxRuntimeInSeconds;
+    else a point (tags only, or nothing ahead)."""
+    if any(count for basis, count in sources.items() if basis.learned):
+        return EstimateKind.BAND
+    if sources.get(Basis.MAX_RUNTIME, 0):
+        return EstimateKind.CEILING
+    return EstimateKind.POINT
+
+
+def assumes(sources: Mapping[Basis, int]) -> str:
+    """`assumes 5 jobs ahead run: 2 as tagged (smq:expected-duration), 2 as long as similar jobs
+    that completed and 1 for its MaxRuntimeInSeconds (an upper bound); no new higher-priority jobs`."""
+    tagged = sources.get(Basis.TAG, 0)
+    learned = sum(count for basis, count in sources.items() if basis.learned)
+    bounded = sources.get(Basis.MAX_RUNTIME, 0)
+    total = tagged + learned + bounded
+    if not total:
+        return f"no job ahead has to finish first; assumes {NO_ARRIVALS}"
+    parts = []
+    if tagged:
+        parts.append(f"{tagged} as tagged ({EXPECTED_DURATION_TAG})")
+    if learned:
+        parts.append(f"{learned} as long as similar jobs that completed")
+    if bounded:
+        parts.append(f"{bounded} for {'their' if bounded > 1 else 'its'} MaxRuntimeInSeconds (an upper bound)")
+    subject = f"{total} job{'s' if total > 1 else ''} ahead run{'' if total > 1 else 's'}"
+    if len(parts) == 1:
+        return f"assumes {subject} {parts[0].split(' ', 1)[1]}; {NO_ARRIVALS}"
+    listed = ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    return f"assumes {subject}: {listed}; {NO_ARRIVALS}"
 
 
 def _not_started(
@@ -167,7 +231,7 @@ def _not_started(
     unknown = sorted(
         other.name
         for other in holding
-        if left[other.name].source is Source.UNKNOWN and not set(other.demand).isdisjoint(job.demand)
+        if left[other.name].basis is Basis.UNKNOWN and not set(other.demand).isdisjoint(job.demand)
     )
     if unknown:
         names = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")

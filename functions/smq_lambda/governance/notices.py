@@ -7,16 +7,18 @@ team subscribes to the notifications topic with a filter policy and hears only o
 the creator of a training job started outside the queue) is left out rather than sent empty: SNS
 refuses empty values, and a filter on `team` then matches no team's subscription.
 
-A new kind of notice (a budget hold, once budgets exist) is a new NoticeAction member and a
-builder here; its caller publishes it after its own conditional write, as the others do.
+A new kind of notice is a new NoticeAction member and a builder here; its caller publishes it
+after its own conditional write, as the others do (a budget notice after its threshold's mark).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
+from smq_lambda.domain.budgets import Budget, BudgetAction, month_start, next_month_start
 from smq_lambda.domain.model import Job
 
 SUBJECT_MAX = 100
@@ -34,6 +36,8 @@ class NoticeAction(StrEnum):
     RETRY = "retry"
     POLICY_STOP = "policy-stop"
     PREEMPTED = "preempted"
+    BUDGET = "budget"
+    """A team's spend this month reached a threshold of its budget (service/budget_warnings.py)."""
 
 
 _HEADLINES = {
@@ -43,6 +47,7 @@ _HEADLINES = {
     NoticeAction.RETRY: "retried after an infrastructure failure",
     NoticeAction.POLICY_STOP: "stopped by the policy",
     NoticeAction.PREEMPTED: "preempted: it waits in the queue again",
+    NoticeAction.BUDGET: "the last counted before its team reached a budget threshold",
 }
 
 
@@ -85,6 +90,33 @@ def about_job(job: Job, action: NoticeAction, reason: str) -> Notice:
         team=job.team or None,
         action=action,
         subject=subject(f"smq: job {job.name} {_HEADLINES[action]}"),
+        message="\n".join(lines),
+    )
+
+
+def about_budget(job: Job, team: str, budget: Budget, spent_usd: float, threshold: float, now: datetime) -> Notice:
+    """A notice to `team` (and the owner of `job`, whose attempt's end brought the spend there) that
+    its spend this month reached `threshold` of its budget."""
+    month = f"{month_start(now):%Y-%m}"
+    share = f"{threshold:.0%}"
+    consequence = (
+        "its new jobs wait while their estimated cost does not fit what is left (a hold budget)"
+        if budget.action is BudgetAction.HOLD
+        else "jobs go on starting (a warn budget)"
+    )
+    lines = [
+        f"Team {team} has spent ${spent_usd:,.2f} of its ${budget.monthly_usd:,.2f} budget for {month} (UTC).",
+        "",
+        f"At 100%, {consequence}. The budget starts again on {next_month_start(now):%Y-%m-%d} 00:00 UTC.",
+        f"The last attempt counted: {job.name} (owner {job.owner}).",
+        "See it with: smq costs --by team",
+    ]
+    return Notice(
+        job=job.name,
+        owner=job.owner or None,
+        team=team,
+        action=NoticeAction.BUDGET,
+        subject=subject(f"smq: team {team} has spent {share} of its {month} budget"),
         message="\n".join(lines),
     )
 

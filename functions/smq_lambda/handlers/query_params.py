@@ -3,11 +3,15 @@ InvalidRequest naming the parameter, so a bad query is a 400 before the table is
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import date, datetime
 
+from smq_lambda.domain.config_document import TAG_KEY_MAX
+from smq_lambda.domain.cost_totals import TAG_DIMENSION_PREFIX
 from smq_lambda.domain.model import JOB_ID_PATTERN
 from smq_lambda.domain.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import InvalidRequest
+from smq_lambda.service.cost_reports import DaysBack
 from smq_lambda.service.submission import is_instance_type
 
 MAX_TOKEN_LENGTH = 512
@@ -17,6 +21,9 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
 MAX_OWNER_LENGTH = 2048
 """The longest IAM ARN."""
+COST_DIMENSIONS = ("team", "owner")
+DAYS_BACK = re.compile(r"([1-9][0-9]{0,3})d")
+UTC_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def states(value: str | None) -> frozenset[JobState]:
@@ -91,3 +98,28 @@ def zoned_time(field: str, value: str | None) -> datetime | None:
     if parsed is None or parsed.tzinfo is None:
         raise InvalidRequest(field, f"{field} must be an ISO 8601 time with a zone, such as 2026-11-26T09:00:00Z")
     return parsed
+
+
+def cost_dimension(value: str | None) -> str:
+    """`by` of GET /costs (default team); whether a tag is a configured cost tag is the report's check."""
+    if value is None:
+        return COST_DIMENSIONS[0]
+    key = value.removeprefix(TAG_DIMENSION_PREFIX)
+    if value in COST_DIMENSIONS or (value.startswith(TAG_DIMENSION_PREFIX) and 1 <= len(key) <= TAG_KEY_MAX):
+        return value
+    raise InvalidRequest("by", "by must be team, owner or tag:<key> (a configured cost tag)")
+
+
+def cost_since(value: str | None) -> date | DaysBack | None:
+    """`since` of GET /costs: `30d` (the last 30 UTC days) or a UTC date; None when absent (the
+    report's default, the current month). How far back it may reach is the report's check."""
+    if value is None:
+        return None
+    if days := DAYS_BACK.fullmatch(value):
+        return DaysBack(int(days.group(1)))
+    if UTC_DATE.fullmatch(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise InvalidRequest("since", "since must be a number of days such as 30d, or a UTC date such as 2026-11-01")

@@ -8,8 +8,11 @@ ends with a pass too (`handle`), because every trigger may have freed or claimed
 
 Every invocation publishes what it did and what it found: JobsStarted, JobsPreempted, StartsRefused,
 JobErrors (one job's unexpected error, isolated so the others went on), StuckJobs, and per pool
-WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired and per pool QueueDepth.
-With quotas, per team and pool TeamInUse, TeamBorrowed, TeamPending and TeamWaitTime (team_metrics.py).
+WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired and per pool QueueDepth
+(pool_metrics.py). With quotas, per team and pool TeamInUse, TeamBorrowed, TeamPending and
+TeamWaitTime (team_metrics.py). Each attempt's end records its cost and, once, the team's
+TeamSpendUsd (service/cost_recorder.py, wired in cost_wiring.py). Jobs started after an estimate
+add StartEstimateErrorShare and StartWithinBand (estimate_metrics.py).
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit
 
 from smq_lambda.domain.model import queue_tags
 from smq_lambda.errors import ConfigError
 from smq_lambda.handlers import scheduler_input
 from smq_lambda.handlers.aws_clients import client
+from smq_lambda.handlers.cost_wiring import cost_wiring
+from smq_lambda.handlers.estimate_metrics import record_estimate_metrics
+from smq_lambda.handlers.pool_metrics import record_pool_metrics
 from smq_lambda.handlers.scheduler_input import SAGEMAKER_SOURCE, SCHEDULE_SOURCE, Kick, Malformed, StateChange
 from smq_lambda.handlers.team_metrics import record_team_metrics
 from smq_lambda.handlers.tracing import traced
@@ -64,6 +70,7 @@ def default_scheduler() -> Scheduler:
     """Built once per cold start from the environment the template sets."""
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
+    from smq_lambda.adapters.dynamodb_durations import DynamoDurationStore
     from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
     from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
@@ -75,10 +82,13 @@ def default_scheduler() -> Scheduler:
 
     settings = Settings.from_env()
     dynamodb = client("dynamodb")
+    training = SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name)
+    config = SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm")))
+    costs = cost_wiring(settings, config, training, default_policy(), notifier(settings), _now)
     return Scheduler(
         store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name),
-        config=SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm"))),
+        training=training,
+        config=config,
         lease=DynamoPassLease(settings.table_name, dynamodb),
         clock=_now,
         usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
@@ -92,6 +102,10 @@ def default_scheduler() -> Scheduler:
         team_usage=DynamoTeamUsageHistory(settings.table_name, dynamodb),
         notifier=notifier(settings),
         stack=settings.stack_name,
+        training_end_listeners=costs.listeners,
+        durations=DynamoDurationStore(settings.table_name, dynamodb),
+        cost_ledger=costs.ledger,
+        prices=costs.prices,
     )
 
 
@@ -371,23 +385,6 @@ def _record(report: PassReport, job_errors: list[str], reconciliation: Reconcili
     metrics.add_metric(name="StartsRefused", unit=MetricUnit.Count, value=len(report.refused))
     metrics.add_metric(name="JobErrors", unit=MetricUnit.Count, value=len(job_errors))
     metrics.add_metric(name="StuckJobs", unit=MetricUnit.Count, value=report.stuck)
-    now = _now()
-    waits: dict[str, list[float]] = {}
-    for job in report.started:
-        waits.setdefault(job.pool, []).append((now - job.submitted_at).total_seconds())
-    usage = {pool.pool: pool for pool in report.usage.pools} if report.usage is not None else {}
-    depth = reconciliation.pending_by_pool if reconciliation is not None else {}
-    for pool in sorted(set(waits) | set(depth) | set(usage)):
-        per_pool = EphemeralMetrics(namespace=NAMESPACE, service="smq")
-        per_pool.add_dimension(name="pool", value=pool)
-        if reconciliation is not None:
-            per_pool.add_metric(name="QueueDepth", unit=MetricUnit.Count, value=depth.get(pool, 0))
-        for waited in waits.get(pool, ()):
-            per_pool.add_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited)
-        if pool in usage:
-            per_pool.add_metric(name="PoolInUse", unit=MetricUnit.Count, value=usage[pool].in_use)
-            capacity = usage[pool].capacity
-            if capacity is not None:
-                per_pool.add_metric(name="PoolCapacity", unit=MetricUnit.Count, value=capacity)
-        per_pool.flush_metrics()
+    record_pool_metrics(report, reconciliation, _now(), NAMESPACE)
     record_team_metrics(report.usage, NAMESPACE)
+    record_estimate_metrics(report.start_accuracy, NAMESPACE)

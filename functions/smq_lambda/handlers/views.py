@@ -9,9 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from smq_lambda.domain.costs import CostEstimate
 from smq_lambda.domain.model import Attempt, Change
 from smq_lambda.service.queue_api import CurrentPools, PositionedJob, PositionedPage
 from smq_lambda.service.quotas import CurrentQuotas
+
+USD_DIGITS = 6
+"""Dollars are sent to the millionth: cents would round a short job's cost away."""
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -68,12 +72,29 @@ def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, A
     if estimate is not None:
         view["estimated_start"] = {
             "at": timestamp(estimate.at),
+            "earliest": timestamp(estimate.earliest),
+            "latest": timestamp(estimate.latest),
+            "kind": str(estimate.kind),
             "assumed": estimate.assumed,
             "computed_at": timestamp(estimate.computed_at),
         }
+    if entry.estimate_at_next_pass:
+        view["estimate_at_next_pass"] = True
+    view["estimated_cost"] = cost_estimate_view(entry.estimated_cost)
     if with_request:
         view["request"] = dict(job.request)
     return view
+
+
+def cost_estimate_view(estimate: CostEstimate | None) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {
+        "usd": round(estimate.usd, USD_DIGITS),
+        "usd_per_hour": round(estimate.usd_per_hour, USD_DIGITS),
+        "seconds": estimate.seconds,
+        "ceiling": estimate.ceiling,
+    }
 
 
 def page_view(page: PositionedPage) -> dict[str, Any]:

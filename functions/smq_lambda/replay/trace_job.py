@@ -1,5 +1,5 @@
 """A job to replay in virtual time: when it arrives, what it needs, how long it trains, how it
-checkpoints, and when SageMaker interrupts it."""
+checkpoints, when SageMaker interrupts it, and the MaxRuntimeInSeconds its request gives."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ class TraceJob:
     checkpoint_every_s: float | None = None
     stop_s: float = DEFAULT_STOP_S
     interruptions_s: tuple[float, ...] = field(default=())
+    max_runtime_s: int | None = None
+    """The request's MaxRuntimeInSeconds (None: it gives none), the ceiling start estimates fall
+    back on."""
     line: int = field(default=0, compare=False)
     """Where the job came from in its trace file (0: built, not read)."""
 
@@ -48,4 +51,6 @@ class TraceJob:
             line["stop_s"] = self.stop_s
         if self.interruptions_s:
             line["interruptions_s"] = list(self.interruptions_s)
+        if self.max_runtime_s is not None:
+            line["max_runtime_s"] = self.max_runtime_s
         return line

@@ -152,12 +152,17 @@ class VirtualQueue:
             owner=trace.team or "simulation",
             team=trace.team,
             request=request,
+            max_runtime_s=trace.max_runtime_s,
         )
         self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
 
-    def _pass(self) -> list[Action]:
+    def _snapshot(self) -> Snapshot:
+        """What a pass decides over now: the pending and live jobs."""
         active = tuple(job for job in self.jobs.values() if job.state is JobState.PENDING or job.is_live)
-        snapshot = Snapshot(jobs=active, external_usage=dict(self.outside), team_usage=self.team_usage)
+        return Snapshot(jobs=active, external_usage=dict(self.outside), team_usage=self.team_usage)
+
+    def _pass(self) -> list[Action]:
+        snapshot = self._snapshot()
         actions = self.policy(snapshot, self._now())
         self.counts["passes"] += 1
         if self.observe is not None:

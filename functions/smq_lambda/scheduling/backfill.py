@@ -24,9 +24,8 @@ from smq_lambda.scheduling.pass_state import PassState, limited
 
 
 def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
-    """Decide `job`, waiting behind the heads of its `blocked` pools."""
-    if state.quotas:
-        return
+    """Decide `job`, waiting behind the heads of its `blocked` pools (without quotas; with them,
+    `backfill_within_quota` after the borrowers)."""
     allowed = state.config.backfill
     stuck = [pool for pool in blocked if pool in state.stuck]
     fits = state.ledger.fits(job.demand)
@@ -37,7 +36,7 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
         state.admit(job, backfill=True, reason=reasons.beside_reserved(state.views(job.demand), head.name))
     elif not stuck:
         state.wait(job)
-        state.ledger.take(job.demand)
+        state.ledger.take(job.demand, state.ledger.team(job))
     elif allowed and fits:
         head = state.heads[stuck[0]]
         reason = reasons.backfill(state.views(job.demand), head.name, state.shortfall(head))
@@ -58,7 +57,7 @@ def _make_room_to_backfill(state: PassState, job: Job, head: Job) -> None:
         state.wait(job)
         return
     state.explain(job, reasons.backfill_awaiting_release(state.views(job.demand), head.name))
-    state.ledger.take(job.demand)
+    state.ledger.take(job.demand, state.ledger.team(job))
 
 
 def backfill_within_quota(state: PassState, job: Job) -> None:

@@ -10,7 +10,10 @@ smallest share held now.
 * **Priority inside a team.** Else it stops lower-priority jobs *of its own team* (the priority
   rule, with the preemption rules' protection; phase 5's victim selection): as many as it lacks
   when its team may go on borrowing what it holds (a swap inside the team), else enough to get back
-  within its quota, reclaiming from borrowers whatever its quota still lacks.
+  within its quota, reclaiming from borrowers whatever its quota still lacks. Stops already in
+  flight count: a job waiting for them keeps its room rather than stop its backfilled jobs again.
+* **Budget.** The walk started later jobs of its team since it reached this one: when its team's
+  hold budget no longer covers it, it is held here (`budget_hold`), and borrows and stops nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ def by_fair_share(state: PassState, borrowers: Sequence[Job]) -> list[Job]:
 
 def borrow(state: PassState, job: Job) -> None:
     """Decide a team's first job beyond its quota."""
+    if state.held_by_budget(job):
+        return
     team = state.ledger.team(job)
     beyond = state.ledger.beyond_quota(team, job.demand)
     if not beyond:  # reclaims decided for earlier borrowers brought its team back within its quota
@@ -64,9 +69,11 @@ def borrow(state: PassState, job: Job) -> None:
 
 def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     """What `job`'s own team must stop for it, and what it then waits for its team to give back.
-    A team that may go on borrowing what it holds swaps jobs (the instances `job` lacks); any other
-    gets back within its quota, its own stops in flight counted (a team that may not borrow counts
-    them against its quota until they land: `Ledger.claim`)."""
+    A team that may go on borrowing what it holds swaps jobs (the instances `job` lacks beyond those
+    on their way back: without counting them, the stops it already sent would be sent again to the
+    jobs backfilled meanwhile on the free ones); any other gets back within its quota, its own stops
+    in flight counted (a team that may not borrow counts them against its quota until they land:
+    `Ledger.claim`)."""
     team = state.ledger.team(job)
     limit = state.config.teams.borrow_limit(team)
     if not state.ledger.may_borrow(team):
@@ -75,5 +82,4 @@ def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[di
         return {pool: n for pool, n in room.items() if n > 0}, waits
     if limit is not None and any(over > limit for over in beyond.values()):
         return dict(beyond), dict(beyond)
-    lack = state.lack(job)
-    return lack, lack
+    return state.lack(job, counting_releasing=True), state.lack(job)

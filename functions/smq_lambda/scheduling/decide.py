@@ -29,7 +29,9 @@ A pass may see only the first pending jobs of each pool (see `window`): the jobs
 the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
 (and on the live jobs, all of which are seen), so deciding over that prefix decides its jobs exactly
 as over the whole queue. Jobs in start backoff and jobs larger than their pool (or than their team
-may ever hold) are explained and skipped; they block nothing. Pools never block each other.
+may ever hold) are explained and skipped; they block nothing; so are jobs their team's hold budget
+does not cover (`budget_hold`: counting what the pass admitted for the team before them). Pools never
+block each other.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class Decision:
     heads: Mapping[str, str]
     """Per blocked pool, the name of the first job that waits for it: readers of a waiting job
     learn from it whether the job's stored reason is current (a head's is) or is computed on read."""
+    budget_held: frozenset[str] = frozenset()
+    """The jobs their team's hold budget set aside (`budget_hold`): their stored reason is current."""
 
 
 def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[Action]:
@@ -63,9 +67,11 @@ def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[A
     return decide_pass(snapshot, now, config).actions
 
 
-def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> Decision:
-    """`decide`, with the heads the pass found."""
-    ledger = Ledger.measure(snapshot, config)
+def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Ledger | None = None) -> Decision:
+    """`decide`, with the heads the pass found. `measured`: the snapshot's ledger when the caller
+    measured it already to size its windows (pending jobs hold nothing, so the ledger of the live
+    jobs is the snapshot's); the pass takes it over and updates it as it decides."""
+    ledger = measured if measured is not None else Ledger.measure(snapshot, config)
     pending, boosts = order_heads(snapshot, now, config)
     state = PassState(snapshot, now, config, ledger, boosts)
     later = {job.name: admit_within_quota(state, job) for job in pending}
@@ -74,7 +80,7 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> D
     for job in pending:
         if later[job.name] is Later.BACKFILL:
             backfill_within_quota(state, job)
-    return Decision(state.actions, {pool: job.name for pool, job in state.heads.items()})
+    return Decision(state.actions, {pool: job.name for pool, job in state.heads.items()}, frozenset(state.budget_held))
 
 
 def order_heads(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> tuple[list[Job], dict[str, Boost]]:

@@ -43,7 +43,7 @@ def preempt_for_head(state: PassState, head: Job) -> None:
             return
     if first:
         state.explain(head, reasons.awaiting_release(state.short_views(head.demand)))
-    state.ledger.take(head.demand)
+    state.ledger.take(head.demand, state.ledger.team(head))
 
 
 def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int]) -> int | None:

@@ -12,6 +12,7 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.aging import Boost
+from smq_lambda.scheduling.budget_hold import BudgetBook
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
@@ -40,6 +41,9 @@ class PassState:
         backfill."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
+        self.budgets = BudgetBook.of(snapshot, now, config.budgets)
+        self.budget_held: set[str] = set()
+        """Jobs their team's hold budget sets aside in this pass (`budget_hold`)."""
 
     @property
     def quotas(self) -> bool:
@@ -58,7 +62,18 @@ class PassState:
             case InBackoff(until):
                 self.explain(job, reasons.backoff(until, _refusal(job)))
                 return True
-        return self._beyond_reach(job)
+        return self._beyond_reach(job) or self.held_by_budget(job)
+
+    def held_by_budget(self, job: Job) -> bool:
+        """Its team's hold budget does not cover `job` at this point of the pass (`budget_hold`):
+        explained, it blocks nothing and nothing is stopped for it. Checked when the walk reaches
+        it, and again by a later phase that decides it (starts of its team since then count)."""
+        held = self.budgets.hold(job)
+        if held is not None:
+            self.budget_held.add(job.name)
+            self.explain(job, held.reason())
+            self._unhead(job)
+        return held is not None
 
     def _beyond_reach(self, job: Job) -> bool:
         """A job larger than its team may ever hold (its quota, plus what it may borrow: up to its
@@ -87,10 +102,20 @@ class PassState:
         return False
 
     def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
-        """Start `job`: it takes its instances and holds back nothing."""
-        self.actions.append(StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill))
+        """Start `job`: it takes its instances and holds back nothing. With quotas a later phase may
+        admit a job after others of its team started in this pass: when its team's hold budget no
+        longer covers it then, it is held instead (and holds back nothing either)."""
+        if self.held_by_budget(job):
+            return
         team = self.ledger.team(job)
+        self.actions.append(StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill))
+        self.budgets.commit(job)
         self.ledger.take(job.demand, team)
+        self._unhead(job)
+
+    def _unhead(self, job: Job) -> None:
+        """`job` no longer waits: it heads no pool, of the pool or of its team."""
+        team = self.ledger.team(job)
         for pool in job.demand:
             if self.team_heads[team].get(pool) is job:
                 del self.team_heads[team][pool]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from smq_lambda.domain.config_document import QueueConfigDocument
+from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.model import Job
 
 
@@ -53,3 +54,8 @@ class Snapshot:
     team_usage: Mapping[str, float] = field(default_factory=dict)
     """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`): the
     fair share among teams that want to borrow."""
+    team_spend: Mapping[str, float] | None = None
+    """Each team's recorded spend this UTC month in dollars (the cost ledger's `team` totals), for
+    the hold budgets (`budget_hold`); None: spend unknown, and no budget holds any job."""
+    prices: Prices = field(default_factory=dict)
+    """The prices in force, for the hold budgets' estimates."""

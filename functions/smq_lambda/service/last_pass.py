@@ -9,7 +9,8 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, StartEstimate, TeamMeasure
+from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
+from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
@@ -20,6 +21,9 @@ class EstimatedStart:
     at: datetime | None
     assumed: str
     computed_at: datetime
+    earliest: datetime | None = None
+    latest: datetime | None = None
+    kind: EstimateKind = EstimateKind.POINT
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class LastPass:
     measured_at: datetime
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
     teams: tuple[TeamMeasure, ...] = ()
+    budget_held: frozenset[str] = frozenset()
+    """The jobs it held for their team's budget (scheduling/budget_hold.py)."""
 
     def current_for(self, job: Job) -> bool:
         """The pass saw the job as it is (it has not changed since)."""
@@ -59,7 +65,9 @@ class LastPass:
         estimate = self.estimates.get(job.name)
         if estimate is None or job.state is not JobState.PENDING or not self.current_for(job):
             return None
-        return EstimatedStart(estimate.at, estimate.assumed, self.measured_at)
+        return EstimatedStart(
+            estimate.at, estimate.assumed, self.measured_at, estimate.earliest, estimate.latest, estimate.kind
+        )
 
 
 def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:

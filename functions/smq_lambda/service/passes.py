@@ -12,20 +12,24 @@ from typing import assert_never
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain import lifecycle
+from smq_lambda.domain.budgets import holds_any, month_days
+from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.forecast.estimate import estimate_starts
+from smq_lambda.forecast.accuracy import StartAccuracy
 from smq_lambda.governance import notices
 from smq_lambda.governance.notices import NoticeAction
 from smq_lambda.ports import (
     ConfigSource,
+    CostLedger,
+    DurationStore,
     InUse,
     JobStore,
     PassLease,
     PoolUsageBoard,
     PoolUsageReport,
-    StartEstimate,
+    PriceSource,
     TeamUsageHistory,
 )
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
@@ -35,6 +39,7 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pool_usage
+from smq_lambda.service.start_estimates import StartEstimates
 from smq_lambda.service.team_usage import TeamUsageKeeper
 
 logger = Logger(service="smq", child=True)
@@ -58,6 +63,8 @@ class PassReport:
     job_errors: list[str] = field(default_factory=list)
     stuck: int = 0
     usage: PoolUsageReport | None = None
+    start_accuracy: list[StartAccuracy] = field(default_factory=list)
+    """Each job started, measured against the first estimate it was given (see start_estimates.py)."""
 
 
 class Passes:
@@ -72,6 +79,9 @@ class Passes:
         usage_board: PoolUsageBoard | None,
         stuck_after: timedelta,
         team_usage: TeamUsageHistory | None = None,
+        durations: DurationStore | None = None,
+        cost_ledger: CostLedger | None = None,
+        prices: PriceSource | None = None,
     ) -> None:
         self._store = store
         self._config = config
@@ -81,6 +91,9 @@ class Passes:
         self._usage_board = usage_board
         self._stuck_after = stuck_after
         self._team_usage = TeamUsageKeeper(team_usage)
+        self._start_estimates = StartEstimates(durations, usage_board)
+        self._cost_ledger = cost_ledger
+        self._prices = prices
 
     def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
         """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
@@ -112,23 +125,31 @@ class Passes:
         It reads what its decisions can depend on: every live job and the outside usage, exactly
         (`JobStore.in_use`), and per pool (with team quotas, also per team and pool) the first
         pending jobs as far as they can matter (see scheduling/window.py), never the whole queue;
-        with team quotas, also the teams' past usage (see service/team_usage.py).
+        with team quotas, also the teams' past usage (see service/team_usage.py); with a hold
+        budget, the teams' spend this month and the prices (see scheduling/budget_hold.py); the last
+        report's first estimates (one item), and for its estimates the duration summaries of the
+        jobs it estimates (see service/start_estimates.py).
         """
         report.passes += 1
         now = self._clock()
         config = self._config.load()
         held = self._store.in_use()
         ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
+        # One measurement per pass: it sizes the windows, then the pass decides on it (pending jobs
+        # hold nothing, so it is the ledger of the whole snapshot).
         pools = sorted(set(config.pools) | held.pools)
         pending = self._pending(pools, ledger, config, held, now)
         jobs = [*held.live, *pending]
         counted = self._team_usage.count(config.teams, held.live, now)
         team_usage = counted.usage if counted is not None else {}
-        snapshot = Snapshot(jobs=tuple(jobs), external_usage=held.outside, team_usage=team_usage)
-        decision = decide_pass(snapshot, now, config)
+        team_spend, prices = self._budget_inputs(config, now)
+        snapshot = Snapshot(
+            jobs=tuple(jobs), external_usage=held.outside, team_usage=team_usage, team_spend=team_spend, prices=prices
+        )
+        decision = decide_pass(snapshot, now, config, measured=ledger)
         by_name = {job.name: job for job in jobs}
         after = dict(by_name)  # each job as this pass leaves it
-        refused_before = len(report.refused)
+        refused_before, started_before = len(report.refused), len(report.started)
         for action in decision.actions:
             with isolated(action.job_name, type(action).__name__, report.job_errors):
                 after[action.job_name] = self._apply(action, by_name[action.job_name], now, report)
@@ -141,23 +162,26 @@ class Passes:
         report.stuck = count_stuck(final, now, self._stuck_after)
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
         usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting)
+        usage = replace(usage, budget_held=decision.budget_held)
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
         if not another:
             left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
-            usage = replace(usage, estimates=self._estimates(left, now, config))
+            # After the actions were applied, off the path of any start or stop.
+            usage = replace(usage, estimates=self._start_estimates.estimate(left, now, config))
+        usage, accuracy = self._start_estimates.keep_first(usage, report.started[started_before:])
+        report.start_accuracy.extend(accuracy)
         report.usage = usage
         self._publish(usage)
         return another
 
-    def _estimates(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
-        """Start estimates for the pending jobs the pass saw, made after its actions were applied
-        (off the path of any start or stop) and bounded (see forecast/estimate.py). A failure
-        costs the estimates of this pass, never the pass."""
-        try:
-            return estimate_starts(snapshot, now, config)
-        except Exception:
-            logger.exception("start estimates failed; this pass publishes none")
-            return {}
+    def _budget_inputs(self, config: SchedulerConfig, now: datetime) -> tuple[dict[str, float] | None, Prices]:
+        """Each team's spend this month (the ledger's day totals) and the prices in force, read only
+        while some budget holds and the stack keeps a cost ledger and prices; else (None, {}), and
+        no budget holds a job."""
+        if self._cost_ledger is None or self._prices is None or not holds_any(config.budgets):
+            return None, {}
+        totals = self._cost_ledger.totals("team", month_days(now))
+        return {team: figures.spend_usd for team, figures in totals.items()}, self._prices.load()
 
     def _pending(
         self, pools: list[str], ledger: Ledger, config: SchedulerConfig, held: InUse, now: datetime

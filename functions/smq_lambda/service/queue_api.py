@@ -17,6 +17,7 @@ from typing import Protocol
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
+from smq_lambda.domain.costs import CostEstimate, Prices, estimated_cost
 from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job, order_key
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
@@ -29,6 +30,7 @@ from smq_lambda.ports import (
     PolicySource,
     PoolUsage,
     PoolUsageBoard,
+    PriceSource,
     SchedulerTrigger,
 )
 from smq_lambda.scheduling import quota_reasons, reasons
@@ -36,7 +38,13 @@ from smq_lambda.scheduling.skips import skip_rule
 from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
-from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
+from smq_lambda.service.submission import (
+    SubmissionPolicy,
+    check_budget_override,
+    check_priority,
+    last_finished_job_id,
+    new_job,
+)
 from smq_lambda.service.timeline import TimelineAttempt, attempts_between
 
 WRITE_ATTEMPTS = 3
@@ -54,6 +62,12 @@ class PositionedJob:
     reason: str | None
     estimated_start: EstimatedStart | None = None
     """When the last pass expected the job to start; None unless pending and estimated."""
+    estimate_at_next_pass: bool = False
+    """A pending job no pass has seen as it is (just submitted, or changed since): the next pass,
+    within seconds, estimates its start. The API does not replay the queue itself: that needs what
+    a pass reads (the live jobs, the pools' windows, the learned durations), on the request's path."""
+    estimated_cost: CostEstimate | None = None
+    """What the job is expected to cost under the prices in force; None when unpriced."""
 
 
 @dataclass(frozen=True)
@@ -106,13 +120,15 @@ class QueueService:
         access_rules: AccessRulesSource | None = None,
         usage_board: PoolUsageBoard | None = None,
         governance: PolicySource | None = None,
+        prices: PriceSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
         """`admin_principals` are patterns (domain/principals.py) of callers that may act on any job,
         bound by no access rule. `usage_board` is where scheduling passes publish pool usage;
         without one (or before the first pass) `pools()` counts the table's jobs alone.
-        `governance` is the policy whose tags and limits every submission must keep; None: no policy."""
+        `governance` is the policy whose tags and limits every submission must keep; None: no policy.
+        `prices` price each job's estimated cost; None: every job is unpriced."""
         self._store = store
         self._config = config
         self._trigger = trigger
@@ -121,6 +137,7 @@ class QueueService:
         self._access_rules = access_rules or _NoRules()
         self._usage_board = usage_board
         self._governance = governance
+        self._prices = prices
         self._clock = clock
         self._new_id = new_id
 
@@ -141,7 +158,9 @@ class QueueService:
         if broken := violations(job.request, governance):
             raise PolicyViolation([(violation.field, violation.rule, violation.message) for violation in broken])
         check_exemption(job.request, caller, governance.idle)
-        self._access().check_submission(caller, priority=job.priority, role_arn=job.request["RoleArn"])
+        access = self._access()
+        access.check_submission(caller, priority=job.priority, role_arn=job.request["RoleArn"])
+        check_budget_override(job, caller, access)
         stored = self._store.create(job, register_team=config.teams.enabled)
         self._trigger.kick(f"{stored.name} submitted")
         return self._positioned(stored)
@@ -176,8 +195,9 @@ class QueueService:
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
         positions = self._positions([job for job in page.jobs if job.state is JobState.PENDING])
         last_pass = self._last_pass()
+        prices = self._prices_in_force()
         return PositionedPage(
-            jobs=[self._explained(job, positions.get(job.name), last_pass) for job in page.jobs],
+            jobs=[self._priced(self._explained(job, positions.get(job.name), last_pass), prices) for job in page.jobs],
             next_token=page.next_token,
         )
 
@@ -284,6 +304,15 @@ class QueueService:
         raise VersionConflict(name)
 
     def _positioned(self, job: Job) -> PositionedJob:
+        return self._priced(self._placed(job), self._prices_in_force())
+
+    def _prices_in_force(self) -> Prices:
+        return self._prices.load() if self._prices is not None else {}
+
+    def _priced(self, entry: PositionedJob, prices: Prices) -> PositionedJob:
+        return replace(entry, estimated_cost=estimated_cost(entry.job, prices))
+
+    def _placed(self, job: Job) -> PositionedJob:
         if job.is_live:
             return self._explained(job, None, self._last_pass())
         if job.state is not JobState.PENDING:
@@ -312,11 +341,13 @@ class QueueService:
         if report is None:
             return None
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
-        return LastPass(heads, report.measured_at, report.estimates, report.teams)
+        return LastPass(heads, report.measured_at, report.estimates, report.teams, report.budget_held)
 
     def _explained(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
         entry = self._reasoned(job, position, last_pass)
+        if job.state is JobState.PENDING and (last_pass is None or not last_pass.current_for(job)):
+            entry = replace(entry, estimate_at_next_pass=True)
         if last_pass is None:
             return entry
         borrowing = last_pass.borrowing(job)
@@ -327,12 +358,17 @@ class QueueService:
 
     def _reasoned(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
         """A pending job's reason is the one the passes wrote when it is news (a head, a job the
-        pass's own skip rule sets aside, a job no pass has seen yet); otherwise the job waits behind
+        pass's own skip rule sets aside, a job the last pass held for its team's budget, a job no
+        pass has seen yet); otherwise the job waits behind
         a head, and its reason is its place, computed now (noting a team no longer configured)."""
         if position is None or last_pass is None or not last_pass.current_for(job):
             return PositionedJob(job, position, job.reason)
         config = self._config.load()
-        if job.name in last_pass.by_pool.values() or skip_rule(job, self._clock(), config.capacity) is not None:
+        if (
+            job.name in last_pass.by_pool.values()
+            or job.name in last_pass.budget_held
+            or skip_rule(job, self._clock(), config.capacity) is not None
+        ):
             return PositionedJob(job, position, job.reason)
         place = reasons.queued(position - 1, job.pool, last_pass.by_pool.get(job.pool))
         return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, config.teams))

@@ -16,16 +16,20 @@ from typing import Any
 from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.ports import (
     ConfigSource,
+    CostLedger,
+    DurationStore,
     JobStore,
     Notifier,
     PassLease,
     PolicySource,
     PoolUsageBoard,
+    PriceSource,
     TeamUsageHistory,
     TrainingEndListener,
     TrainingJobStatus,
     TrainingService,
 )
+from smq_lambda.service.duration_history import DurationRecorder
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects
 from smq_lambda.service.pass_measures import STUCK_AFTER
@@ -52,13 +56,22 @@ class Scheduler:
         notifier: Notifier | None = None,
         stack: str | None = None,
         training_end_listeners: Sequence[TrainingEndListener] = (),
+        cost_ledger: CostLedger | None = None,
+        prices: PriceSource | None = None,
+        durations: DurationStore | None = None,
     ) -> None:
         """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
         alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
         every pass decides with no past usage (see service/team_usage.py). `notifier` None: no
         notifications topic, so the owners' notices (preemption, spot fallback, retry) are only logged.
         `stack`: this stack's name, which tells another smq stack's attempts apart (see report_intake.py).
-        `training_end_listeners`: told of each own attempt's end in SageMaker (see ports.py)."""
+        `training_end_listeners`: told of each own attempt's end in SageMaker (see ports.py).
+        `cost_ledger` and `prices`: the teams' spend and the prices the hold budgets need; without
+        either no budget holds a job (scheduling/budget_hold.py). `durations` None: nothing is
+        learned, and start estimates know only tags and MaxRuntimeInSeconds; else completions are
+        added to it (service/duration_history.py) and passes estimate from it."""
+        if durations is not None:
+            training_end_listeners = (*training_end_listeners, DurationRecorder(durations))
         effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits, notifier=notifier)
         self._reports = ReportIntake(
             store=store,
@@ -89,6 +102,9 @@ class Scheduler:
             usage_board=usage_board,
             stuck_after=stuck_after,
             team_usage=team_usage,
+            cost_ledger=cost_ledger,
+            prices=prices,
+            durations=durations,
         )
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeGuard
 
+from smq_lambda.domain.access import AccessPolicy
+from smq_lambda.domain.budgets import BUDGET_OVERRIDE_TAG, BUDGET_OVERRIDE_VALUE
 from smq_lambda.domain.durations import EXPECTED_DURATION_TAG, parse_duration
 from smq_lambda.domain.model import (
     ATTEMPT_TAG,
@@ -36,7 +38,8 @@ from smq_lambda.domain.model import (
 )
 from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, Rule, create_training_job_violations, input_shape
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
-from smq_lambda.errors import InvalidRequest, PayloadTooLarge
+from smq_lambda.errors import AccessDenied, InvalidRequest, PayloadTooLarge
+from smq_lambda.forecast.durations import FAMILY_TAG
 from smq_lambda.governance.idle_scope import EXEMPT_TAG
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.settings import Settings
@@ -64,8 +67,10 @@ MAX_INSTANCE_COUNT = 10_000
 RESERVED_TAG_PREFIX = "smq:"
 """The queue tags every attempt with `smq:job`, `smq:attempt` and `smq:stack`, and drops a request's
 own tags under this prefix when it starts one (adapters/sagemaker.py), so they are refused here
-rather than lost; except `smq:expected-duration` and `smq:idle-exempt`, which the queue reads
-(domain/durations.py, governance/idle_scope.py)."""
+rather than lost; except `smq:expected-duration`, `smq:family`, `smq:idle-exempt` and
+`smq:budget-override`, which the queue reads (domain/durations.py, forecast/durations.py,
+governance/idle_scope.py, domain/budgets.py)."""
+READ_RESERVED_TAGS = (EXPECTED_DURATION_TAG, FAMILY_TAG, EXEMPT_TAG, BUDGET_OVERRIDE_TAG)
 QUEUE_TAGS = (JOB_TAG, ATTEMPT_TAG, STACK_TAG)
 INTEGER_PATTERN = re.compile(r"[+-]?[0-9]+")
 
@@ -133,6 +138,8 @@ def new_job(
         request=stored,
         team=tags.team,
         expected_duration_s=tags.expected_duration_s,
+        family=tags.family,
+        budget_override=tags.budget_override,
         max_runtime_s=_max_runtime(request["StoppingCondition"]),
     )
 
@@ -294,6 +301,9 @@ class _Tags:
     team: str | None = None
     """The value of the configured team tag (`config.teams.tag`); an empty value is no team."""
     expected_duration_s: int | None = None
+    family: str | None = None
+    """The `smq:family` tag's value; an empty value is no family."""
+    budget_override: bool = False
 
 
 def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _Tags:
@@ -310,7 +320,7 @@ def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _
     read = _Tags()
     for index, tag in enumerate(tags):
         key = tag["Key"]
-        if key.startswith(RESERVED_TAG_PREFIX) and key not in (EXPECTED_DURATION_TAG, EXEMPT_TAG):
+        if key.startswith(RESERVED_TAG_PREFIX) and key not in READ_RESERVED_TAGS:
             raise _broken(f"Tags[{index}].Key", f"{key}: tags starting with {RESERVED_TAG_PREFIX} are the queue's own")
         if key in seen:
             raise _broken(f"Tags[{index}].Key", f"{key} appears more than once")
@@ -321,6 +331,10 @@ def _check_tags(tags: Sequence[Mapping[str, str]], config: SchedulerConfig) -> _
             read = replace(read, team=_check_team(tag["Value"], config))
         if key == EXPECTED_DURATION_TAG:
             read = replace(read, expected_duration_s=_parse_duration_tag(tag["Value"]))
+        if key == FAMILY_TAG:
+            read = replace(read, family=tag["Value"] or None)
+        if key == BUDGET_OVERRIDE_TAG:
+            read = replace(read, budget_override=_check_budget_override_tag(tag["Value"]))
     return read
 
 
@@ -344,6 +358,26 @@ def _parse_priority_tag(value: str) -> int:
     if not INTEGER_PATTERN.fullmatch(value):
         raise _broken(field, f"must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, not {value!r}")
     return _priority_in_range(int(value), field)
+
+
+def _check_budget_override_tag(value: str) -> bool:
+    if value != BUDGET_OVERRIDE_VALUE:
+        raise _broken(
+            f"Tags[{BUDGET_OVERRIDE_TAG}]",
+            f"must be {BUDGET_OVERRIDE_VALUE!r} (lets the job start whatever its team's hold budget says), not {value!r}",
+        )
+    return True
+
+
+def check_budget_override(job: Job, caller: str, access: AccessPolicy) -> None:
+    """Only an admin may let a job through its team's hold budget: AccessDenied for anyone else."""
+    if job.budget_override and not access.is_admin(caller):
+        field = f"Tags[{BUDGET_OVERRIDE_TAG}]"
+        raise AccessDenied(
+            field,
+            "admin_principals",
+            f"{field}: only an admin may let a job start whatever its team's budget says, and {caller} is not one",
+        )
 
 
 def _parse_duration_tag(value: str) -> int:

@@ -1,15 +1,19 @@
 """`smq simulate`'s run of a workload: the queue in virtual time (replay/virtual_queue.py) from a
 trace's first arrival to its last completion, measured as it goes (pools, waits, inversions, lost
 work, teams) into the metrics a run reports. The smq policy also gets the spot fallback of the
-governance rules; the baselines have none.
+governance rules; the baselines have none. Asked to, it also estimates the pending jobs' starts
+before passes and measures them (simulation/estimates.py). Given prices, it prices every attempt
+and applies the team budgets to smq's pass (simulation/costs.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from smq_lambda.domain.budgets import holds_any
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Teams
 from smq_lambda.governance.actions import FallBackToOnDemand
@@ -18,9 +22,11 @@ from smq_lambda.governance.spot import decide_spot_fallback
 from smq_lambda.replay.events import DEFAULT_TIMING, Event, Timing
 from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.trace_job import TraceJob
-from smq_lambda.replay.virtual_queue import PassObserver, PolicyFunction, VirtualQueue
-from smq_lambda.scheduling.actions import Action
-from smq_lambda.scheduling.snapshot import SchedulerConfig
+from smq_lambda.replay.virtual_queue import EPOCH, PassObserver, PolicyFunction, VirtualQueue
+from smq_lambda.scheduling.actions import Action, StartJob
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.simulation.costs import CostMeter, Pricing
+from smq_lambda.simulation.estimates import EstimateRecorder
 from smq_lambda.simulation.metrics import Meters, Moment, percentiles
 from smq_lambda.simulation.policies import PolicyName, policy
 from smq_lambda.simulation.teams import SimulatedTeams
@@ -52,6 +58,9 @@ class Simulation(VirtualQueue):
         self.meters = Meters.for_pools(self.pools)
         self.waits: dict[int, list[float]] = {}
         self.teams = SimulatedTeams.off()  # simulate() gives it the teams of a configuration with quotas
+        self.estimates: EstimateRecorder | None = None  # simulate() gives it one when asked
+        self.costs: CostMeter | None = None  # simulate() gives it one when the run is priced
+        self.budgets_hold = False  # smq's pass with a hold budget: it sees the teams' spend
 
     def run(self) -> Result:
         for job in self.trace.values():
@@ -64,12 +73,26 @@ class Simulation(VirtualQueue):
         if to > self.clock:
             self.meters.observe(Moment.of(self.pools, self.outside, self.jobs.values()), self.clock, to)
             self.teams.observe(self.jobs.values(), self.clock, to)
+            if self.costs is not None:
+                self.costs.observe(self.clock, to)
         super()._advance(to)
+
+    def _snapshot(self) -> Snapshot:
+        snapshot = super()._snapshot()
+        if self.costs is None or not self.budgets_hold:
+            return snapshot
+        return self.costs.with_spend(snapshot, self._now())
 
     def _pass(self) -> list[Action]:
         self.team_usage = self.teams.usage(self.team_usage, self.jobs.values(), self.clock)
+        if self.estimates is not None:
+            self.estimates.before_pass(self._snapshot(), self._now())
         actions = super()._pass()
         self.teams.decided(actions, self.jobs, self.clock)
+        if self.costs is not None:
+            reset = self.costs.reset_pass_at(self._now(), idle=not self.events)
+            if reset is not None:
+                self._schedule(_seconds(reset), Event.PASS, "")
         return actions
 
     def _spot_fallback(self, job: Job, interruptions: int) -> FallBackToOnDemand | None:
@@ -83,8 +106,33 @@ class Simulation(VirtualQueue):
         }
         return decide_spot_fallback(job, description, Policy())
 
+    def _start(self, job: Job, action: StartJob) -> bool:
+        started = super()._start(job, action)
+        if started and self.estimates is not None:
+            self.estimates.started(job.name, self._now())
+        if started and self.costs is not None:
+            self.costs.started(self.jobs[job.name])
+        return started
+
+    def _halt(self, name: str, cause: str) -> float:
+        since = self.progress[name].training_since
+        lost = super()._halt(name, cause)
+        if self.costs is not None and since is not None:
+            self.costs.trained(name, self.clock - since, lost)
+        return lost
+
+    def _close_segment(self, name: str, attempt: int, outcome: str) -> None:
+        segment = self.open_segments[(name, attempt)]
+        super()._close_segment(name, attempt, outcome)
+        if self.costs is not None:
+            self.costs.ended(segment, self._now())
+
     def _complete(self, job: Job) -> None:
+        if self.estimates is not None:
+            self.estimates.completing(job, self._now())
         progress = self.progress[job.name]
+        if self.costs is not None and progress.training_since is not None:
+            self.costs.trained(job.name, self.clock - progress.training_since, 0.0)
         self.meters.keep_training(job.demand, progress.trace.duration_s)
         self.waits.setdefault(job.priority, []).append(progress.waited)
         super()._complete(job)
@@ -117,7 +165,14 @@ class Simulation(VirtualQueue):
             "passes": self.counts["passes"],
             "unfinished": unfinished,
             **self.teams.report(makespan, self.trace.values()),
+            **({"estimates": self.estimates.report()} if self.estimates is not None else {}),
+            **({"cost": self.costs.report()} if self.costs is not None else {}),
         }
+
+
+def _seconds(moment: datetime) -> float:
+    """`moment` on the run's clock."""
+    return (moment - EPOCH).total_seconds()
 
 
 def simulate(
@@ -127,16 +182,26 @@ def simulate(
     timing: Timing = DEFAULT_TIMING,
     observe: PassObserver | None = None,
     teams: Teams | None = None,
+    *,
+    estimates: bool = False,
+    pricing: Pricing | None = None,
 ) -> Result:
     """Replay `trace` under one policy to the end. Only smq applies the governance rules (spot
     fallback): the baselines have none. With quotas the result has per-team figures ("teams"), of
-    `teams` when given (a run without quotas measured against the quotas it lacks)."""
+    `teams` when given (a run without quotas measured against the quotas it lacks). `estimates`:
+    measure smq's start estimates too ("estimates" in the metrics; simulation/estimates.py): they
+    replay smq's pass, so the baselines get none. `pricing`: price every attempt ("cost" in the
+    metrics) and hold smq's jobs by the configuration's budgets (simulation/costs.py)."""
     check_pools(trace, config.pools)
     governed = policy_name is PolicyName.SMQ
-    run = Simulation(
-        trace, config.pools, policy(policy_name, config), governed=governed, timing=timing, observe=observe
-    )
+    costs = CostMeter(pricing, config) if pricing is not None else None
+    decides = costs.smq_pass(config) if costs is not None and governed else policy(policy_name, config)
+    run = Simulation(trace, config.pools, decides, governed=governed, timing=timing, observe=observe)
+    run.costs = costs
+    run.budgets_hold = costs is not None and governed and holds_any(config.budgets)
     run.teams = SimulatedTeams(config.teams, config.teams if teams is None else teams, config.pools)
+    if estimates and governed:
+        run.estimates = EstimateRecorder(config)
     result = run.run()
     result.metrics = {"policy": str(policy_name), "backfill": config.backfill, **result.metrics}
     return result

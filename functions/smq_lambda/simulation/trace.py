@@ -9,7 +9,9 @@ line and the field, so a user can fix a trace of thousands of jobs without guess
 progress every that many seconds of training, and a stop or an interruption loses what it did since
 its last save (absent: it never saves, and loses everything). `stop_s` is how long a stop takes
 (default 60). `interruptions_s` makes the job managed spot: SageMaker interrupts it when it has
-trained that many seconds (redone work counts), each time once.
+trained that many seconds (redone work counts), each time once. `max_runtime_s` is its request's
+MaxRuntimeInSeconds, at least `duration_s` (SageMaker would stop it sooner): the ceiling that start
+estimates fall back on when they know nothing better.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ FIELDS = frozenset(
         "checkpoint_every_s",
         "stop_s",
         "interruptions_s",
+        "max_runtime_s",
     }
 )
 
@@ -75,7 +78,7 @@ def parse_line(document: Any, line: int) -> TraceJob:
     if unknown:
         raise TraceError(line, unknown[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
     fields = _Fields(document, line)
-    return TraceJob(
+    job = TraceJob(
         name=fields.text("name"),
         submit_s=fields.seconds("submit_s", minimum=0.0),
         priority=fields.integer("priority"),
@@ -90,8 +93,14 @@ def parse_line(document: Any, line: int) -> TraceJob:
         ),
         stop_s=fields.seconds("stop_s", minimum=0.0) if "stop_s" in document else DEFAULT_STOP_S,
         interruptions_s=fields.interruptions(),
+        max_runtime_s=fields.integer("max_runtime_s", minimum=1) if "max_runtime_s" in document else None,
         line=line,
     )
+    if job.max_runtime_s is not None and job.max_runtime_s < job.duration_s:
+        raise TraceError(
+            line, "max_runtime_s", f"must be at least duration_s ({job.duration_s:g}), not {job.max_runtime_s}"
+        )
+    return job
 
 
 class _Fields:

@@ -1,0 +1,204 @@
+"""How long a job will train, learned from the jobs like it that completed.
+
+A job without an `smq:expected-duration` tag is expected to train about as long as the recent
+completed jobs most like it, looked up at three levels, the most specific first:
+
+1. family: the same owner and job family (`family_of`: its `smq:family` tag, else its name without
+   a trailing counter or timestamp);
+2. owner-pool: the same owner and pool;
+3. pool: anyone's jobs in the pool.
+
+The first level with at least MIN_SAMPLES durations gives a band: its 25th, 50th and 75th
+percentiles (low, likely, high), each capped by the job's MaxRuntimeInSeconds, since SageMaker
+stops an attempt then. With no history, MaxRuntimeInSeconds is the only bound: a ceiling, not a
+guess (`Basis.MAX_RUNTIME`). A tag is the user's own statement, a point (low = likely = high).
+
+A duration is a completed job's total training: the wall-clock time its attempts held their
+instances, resumed attempts included (see service/duration_history.py), since that is what the
+jobs behind it wait for.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
+
+FAMILY_TAG = "smq:family"
+"""The tag that names a job's family outright (kept as `Job.family` at submission)."""
+MAX_SAMPLES = 50
+"""Durations a summary keeps, the most recent: enough for quartiles, small enough for one item."""
+MAX_COUNTED_JOBS = 50
+"""Job ids a summary remembers having counted, so a repeated completion report adds nothing."""
+MIN_SAMPLES = 3
+"""Durations a level needs before its percentiles are trusted; below that, the next level."""
+BAND_PERCENTILES = (25.0, 50.0, 75.0)
+RESUMING_OUTCOMES = frozenset(
+    {AttemptOutcome.PREEMPTED, AttemptOutcome.SPOT_FALLBACK, AttemptOutcome.INFRASTRUCTURE_FAILURE}
+)
+"""Attempts whose training a job keeps: it waits again and resumes from its checkpoint."""
+
+_HYPHENATED_NUMBERS = re.compile(r"(?:-[0-9]+)+$")
+"""`-3`, `-20261126-101500`, `-2026-11-26-10-15-00-123` (the SageMaker SDK's `name_from_base`)."""
+_BARE_COUNTER = re.compile(r"[0-9]+$")
+"""`job3`."""
+
+
+class Level(StrEnum):
+    FAMILY = "family"
+    OWNER_POOL = "owner-pool"
+    POOL = "pool"
+
+
+class Basis(StrEnum):
+    """What a DurationBand rests on."""
+
+    TAG = "tag"
+    FAMILY = "family"
+    OWNER_POOL = "owner-pool"
+    POOL = "pool"
+    MAX_RUNTIME = "max-runtime"
+    """No history: MaxRuntimeInSeconds, a ceiling."""
+    UNKNOWN = "unknown"
+    """No tag, no history, no MaxRuntimeInSeconds: the band is infinite."""
+
+    @property
+    def learned(self) -> bool:
+        return self in LEARNED
+
+
+LEARNED = frozenset({Basis.FAMILY, Basis.OWNER_POOL, Basis.POOL})
+
+
+@dataclass(frozen=True, order=True)
+class DurationKey:
+    """One summary's key: the level and, joined by '#', what it is per (owner, family), (owner,
+    pool) or pool."""
+
+    level: Level
+    key: str
+
+    @property
+    def item_key(self) -> str:
+        """`family#user/alice#resnet`: the key as the store writes it."""
+        return f"{self.level}#{self.key}"
+
+
+def family_of_name(name: str) -> str:
+    """A job name without its trailing counter or timestamp: every trailing group of digits that
+    a hyphen introduces (`train-7`, `bert-20261126-101500`, `vit-2026-11-26-10-15-00-123` →
+    `train`, `bert`, `vit`), else trailing digits (`job3` → `job`); the name itself when that
+    would leave nothing (`12345`)."""
+    stripped = _HYPHENATED_NUMBERS.sub("", name)
+    if stripped == name:
+        stripped = _BARE_COUNTER.sub("", name)
+    return stripped.rstrip("-") or name
+
+
+def family_of(job: Job) -> str:
+    """The job's family: its `smq:family` tag, else its name's family (`family_of_name`)."""
+    return job.family or family_of_name(job.name)
+
+
+def keys_for(job: Job) -> tuple[DurationKey, DurationKey, DurationKey]:
+    """The job's summaries, the most specific first: (owner, family), (owner, pool), pool."""
+    return (
+        DurationKey(Level.FAMILY, f"{job.owner}#{family_of(job)}"),
+        DurationKey(Level.OWNER_POOL, f"{job.owner}#{job.pool}"),
+        DurationKey(Level.POOL, job.pool),
+    )
+
+
+@dataclass(frozen=True)
+class DurationSummary:
+    """The recent durations of one key, bounded: at most MAX_SAMPLES seconds values, newest last,
+    and the ids of the last MAX_COUNTED_JOBS jobs counted (a job is counted once)."""
+
+    seconds: tuple[float, ...] = ()
+    counted: tuple[str, ...] = ()
+
+    def with_duration(self, job_id: str, seconds: float) -> DurationSummary:
+        """This summary with a job's duration added; itself when the job was already counted."""
+        if job_id in self.counted:
+            return self
+        return DurationSummary(
+            seconds=(*self.seconds, float(seconds))[-MAX_SAMPLES:],
+            counted=(*self.counted, job_id)[-MAX_COUNTED_JOBS:],
+        )
+
+    def percentile(self, q: float) -> float:
+        """The q-th percentile (0-100) of the durations, interpolated between the nearest two."""
+        if not self.seconds:
+            raise ValueError("no durations")
+        ordered = sorted(self.seconds)
+        rank = (len(ordered) - 1) * min(max(q, 0.0), 100.0) / 100.0
+        below, above = math.floor(rank), math.ceil(rank)
+        return ordered[below] + (ordered[above] - ordered[below]) * (rank - below)
+
+
+@dataclass(frozen=True)
+class DurationHistory:
+    """The summaries a pass loaded, by key (those it did not load, or that have no history, are
+    absent)."""
+
+    summaries: Mapping[DurationKey, DurationSummary]
+
+    def get(self, key: DurationKey) -> DurationSummary | None:
+        return self.summaries.get(key)
+
+
+NO_HISTORY = DurationHistory({})
+
+
+@dataclass(frozen=True)
+class DurationBand:
+    """How long a job trains in all: low ≤ likely ≤ high, in seconds (math.inf when unknown)."""
+
+    low_s: float
+    likely_s: float
+    high_s: float
+    basis: Basis
+    samples: int = 0
+    """Durations the band was learned from (0 unless learned)."""
+
+    @property
+    def ends(self) -> tuple[float, float, float]:
+        return (self.low_s, self.likely_s, self.high_s)
+
+
+def expected_duration(job: Job, history: DurationHistory) -> DurationBand:
+    """The job's band: its tag, else the first level of `history` with MIN_SAMPLES durations,
+    capped by MaxRuntimeInSeconds, else MaxRuntimeInSeconds as a ceiling (see the module)."""
+    if job.expected_duration_s is not None:
+        tagged = float(job.expected_duration_s)
+        return DurationBand(tagged, tagged, tagged, Basis.TAG)
+    cap = math.inf if job.max_runtime_s is None else float(job.max_runtime_s)
+    for key in keys_for(job):
+        summary = history.get(key)
+        if summary is not None and len(summary.seconds) >= MIN_SAMPLES:
+            low, likely, high = (min(summary.percentile(q), cap) for q in BAND_PERCENTILES)
+            return DurationBand(low, likely, high, Basis(key.level.value), len(summary.seconds))
+    return DurationBand(cap, cap, cap, Basis.UNKNOWN if math.isinf(cap) else Basis.MAX_RUNTIME)
+
+
+def trained_before(job: Job) -> float:
+    """Seconds the job trained in its ended attempts that it resumes from (kept in full only)."""
+    return sum(
+        max((attempt.ended_at - attempt.started_at).total_seconds(), 0.0)
+        for attempt in job.attempts
+        if attempt.ended_at is not None and attempt.outcome in RESUMING_OUTCOMES
+    )
+
+
+def completed_duration(job: Job) -> float | None:
+    """A completed job's total training: its completing attempt (started to ended) and the earlier
+    attempts it resumed from; None unless the job's current attempt completed it."""
+    attempt = job.current_attempt
+    if attempt is None or attempt.outcome is not AttemptOutcome.COMPLETED or attempt.ended_at is None:
+        return None
+    return max((attempt.ended_at - attempt.started_at).total_seconds(), 0.0) + trained_before(job)

@@ -1,0 +1,85 @@
+"""The start estimates a pass publishes, and how right the earlier ones were.
+
+Estimates (forecast/estimate.py) are made from the durations learned so far: the pass loads the
+summaries of the jobs it estimates and no others (service/duration_history.py). A failure costs
+the estimates of that pass, never the pass.
+
+Accuracy: the board keeps, for each job a pass estimated, the first estimate any pass gave it since
+it last waited (`PoolUsageReport.first_estimates`), carried from report to report; when the job
+starts, its start is measured against that estimate (forecast/accuracy.py) for the pass's metrics,
+and the estimate is dropped. A job the passes stop estimating (cancelled, or beyond the windows)
+drops its first estimate with its estimate; a pass that made no estimates carries them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from aws_lambda_powertools import Logger
+
+from smq_lambda.domain.model import Job
+from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.forecast.accuracy import StartAccuracy, measure_start
+from smq_lambda.forecast.estimate import estimate_starts, estimated_jobs
+from smq_lambda.forecast.start_estimate import GivenEstimate, StartEstimate
+from smq_lambda.ports import DurationStore, PoolUsageBoard, PoolUsageReport
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.service.duration_history import load_history
+
+logger = Logger(service="smq", child=True)
+
+
+class StartEstimates:
+    def __init__(self, durations: DurationStore | None, board: PoolUsageBoard | None) -> None:
+        self._durations = durations
+        self._board = board
+
+    def estimate(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
+        """Start estimates for the pending jobs of `snapshot` (bounded: see forecast/estimate.py)."""
+        try:
+            jobs = [*(job for job in snapshot.jobs if job.is_live), *estimated_jobs(snapshot)]
+            return estimate_starts(snapshot, now, config, load_history(self._durations, jobs))
+        except Exception:
+            logger.exception("start estimates failed; this pass publishes none")
+            return {}
+
+    def keep_first(self, usage: PoolUsageReport, started: Sequence[Job]) -> tuple[PoolUsageReport, list[StartAccuracy]]:
+        """`usage` with the first estimates carried over from the last report and this one's new
+        ones added; and each started job's start measured against its first estimate."""
+        given = dict(self._previous_first())
+        accuracy = []
+        for job in started:
+            attempt = job.current_attempt
+            if job.name in given and attempt is not None:
+                accuracy.append(measure_start(given.pop(job.name), attempt.started_at))
+        if usage.estimates:
+            given = {
+                name: given.get(name) or first_given(estimate, usage.measured_at)
+                for name, estimate in usage.estimates.items()
+                if name in given or estimate.at is not None
+            }
+        return replace(usage, first_estimates=given), accuracy
+
+    def _previous_first(self) -> dict[str, GivenEstimate]:
+        if self._board is None:
+            return {}
+        try:
+            previous = self._board.latest()
+        except ServiceUnavailable as exc:
+            logger.warning("could not read the last first estimates; they start over", extra={"error": str(exc)})
+            return {}
+        return dict(previous.first_estimates) if previous is not None else {}
+
+
+def first_given(estimate: StartEstimate, given_at: datetime) -> GivenEstimate:
+    """A published estimate, as the first one a job was given (`estimate.at` is set)."""
+    assert estimate.at is not None
+    return GivenEstimate(
+        job_name=estimate.job_name,
+        given_at=given_at,
+        earliest=estimate.earliest or estimate.at,
+        likely=estimate.at,
+        latest=estimate.latest,
+    )
