@@ -250,6 +250,26 @@ CASES = [
         ["wait a1", "start a2"],
     ),
     Case(
+        "behind its team's stuck head, a job stops a lower-priority job of its team to be backfilled",
+        replace(quotas(4, PreemptionRules(), a=(3, LEND), b=(1, RESERVE)), backfill=True),
+        queue()
+        .running("a1", 9, team="a", needs={P5: 2})
+        .running("a4", 0, team="a")
+        .pending("a2", 5, needs={P5: 3}, team="a")
+        .pending("a3", 2, team="a"),
+        ["wait a2", "preempt a4 for a3", "wait a3"],
+    ),
+    Case(
+        "with backfill off, a job behind its team's head that has its room claims room of its own",
+        quotas(4, PreemptionRules(), a=(2, LEND), b=(2, LEND)),
+        queue()
+        .running("a1", 0, team="a", started_at=NOW - timedelta(hours=2))
+        .running("a2", 0, team="a", started_at=NOW - timedelta(hours=1))
+        .pending("a3", 5, team="a")
+        .pending("a4", 5, team="a"),
+        ["preempt a2 for a3", "wait a3", "preempt a1 for a4"],
+    ),
+    Case(
         "a borrower waits for its team's stop in flight and keeps the free instances: nothing backfills them",
         replace(quotas(8, a=4, b=4), backfill=True),
         queue()

@@ -5,65 +5,61 @@ the idle quota other teams reserve) both cover it, and no earlier job of its tea
 its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool, so
 the rule reads: a job starts when it fits and no job ahead of it waits for its pools.
 
-A job that does not start is the head of its pools (and of its team's) and one of the later
-phases decides for it, in the same walk (so that later jobs see what was decided) unless it must
-wait for the borrowers:
+A job that does not start is decided by a later phase, in the same walk (so that later jobs see
+what was decided) unless the borrowers may change what it can have:
 
-* beyond its team's quota (with quotas): it waits for phase 4 (`borrowing`);
-* within its quota, or without quotas, but short of free instances: phase 5 (`nomination`) makes
-  room for it, by reclaim or priority preemption;
-* behind a waiting head of its pools: phase 6 (`backfill`), at once without quotas, after the
-  borrowers with quotas (a team's head may yet borrow the free instances).
+* the head of its team's pools, within its quota but short of instances: phase 5 (`nomination`)
+  makes room for it, by reclaim or priority preemption inside its team;
+* beyond its quota: phase 4 (`borrowing`), after every job within a quota, when another team lends
+  idle quota in its pools; when none does, there is nothing to borrow, and phase 4 decides it at
+  once (priority inside its team);
+* behind a waiting head of its team: phase 6 (`backfill`), after the borrowers when another team
+  lends idle quota in its pools (or its head waits for them), else at once.
+
+Without quotas no other team lends, so every job is decided in the walk, in queue order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import backfill, nomination, quota_reasons, reasons
+from smq_lambda.scheduling import backfill, borrowing, nomination
 from smq_lambda.scheduling.pass_state import PassState
 
 
 class Later(Enum):
-    """The phase that decides a job the walk leaves undecided (with quotas)."""
+    """The phase that decides a job the walk leaves undecided (only with quotas)."""
 
     BORROW = "borrow"
-    """Its team's first job beyond its quota: phase 4, after every job within a quota."""
+    """Its team's first job beyond its quota, where another team lends: phase 4."""
     BACKFILL = "backfill"
-    """Behind its team's waiting head: phase 6, after the borrowers."""
+    """Behind its team's waiting head, where another team lends: phase 6, after the borrowers."""
 
 
-def admit_within_quota(state: PassState, job: Job) -> Later | None:
-    """Decide `job`, or name the later phase that will."""
-    if state.skip(job):
-        return None
-    team = state.ledger.team(job)
-    blocked = [pool for pool in job.demand if pool in state.team_heads[team]]
-    if blocked and state.quotas:
-        return Later.BACKFILL if state.config.backfill else None
-    if blocked:
-        backfill.behind_head(state, job, blocked)
-        return None
-    if not state.quotas:
-        if state.ledger.fits(job.demand):
-            state.admit(job, reason=reasons.fits(state.views(job.demand)))
+def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, list[Job]]:
+    """Walk `pending` in queue order, deciding each job or leaving it, in order, to the phase named."""
+    later: dict[Later, list[Job]] = {Later.BORROW: [], Later.BACKFILL: []}
+    borrowers: set[str] = set()
+    for job in pending:
+        if state.skip(job):
+            continue
+        team = state.ledger.team(job)
+        lent_to = state.ledger.lent_to(team, job.demand)
+        if blocked := state.blocked(job):
+            heads = {state.team_heads[team][pool].name for pool in blocked}
+            if lent_to or heads & borrowers:
+                later[Later.BACKFILL].append(job)
+            else:
+                backfill.behind_head(state, job, blocked)
+            continue
+        state.wait(job)
+        if not state.ledger.beyond_quota(team, job.demand):
+            nomination.admit_or_make_room(state, job)
+        elif lent_to:
+            later[Later.BORROW].append(job)
+            borrowers.add(job.name)
         else:
-            nomination.preempt_for_head(state, job)
-        return None
-    state.wait(job)
-    if state.ledger.beyond_quota(team, job.demand):
-        return Later.BORROW
-    admit_or_make_room(state, job)
-    return None
-
-
-def admit_or_make_room(state: PassState, job: Job) -> None:
-    """`job` is within its team's quota: it starts when the instances its team may use cover it,
-    else room is made for it (reclaim)."""
-    if state.lack(job):
-        nomination.make_room_within_quota(state, job)
-        return
-    team = state.ledger.team(job)
-    quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
-    state.admit(job, reason=quota_reasons.within_quota(team, state.views(job.demand), quotas))
+            borrowing.borrow(state, job)
+    return later

@@ -1,17 +1,18 @@
-"""Phase 6 of a pass: a job behind a waiting head of its pools, backfilled where allowed.
+"""Phase 6 of a pass: a job behind its team's waiting head of one of its pools.
 
-Strict order: a job behind a waiting head of one of its pools does not start ahead of it, except by
-backfill. Without quotas, where the heads of its pools have their room (by preemption or stops in
-flight, kept for them), it claims room of its own as they did (phase 5), or, with backfill on,
-starts beside the instances kept for them; where a head is stuck, with backfill on, it starts on
-the instances the head cannot use yet (or stops the jobs it outranks to get them), and is reclaimed
-first when the head can start.
+Strict order: such a job does not start ahead of the head, except by backfill. One rule, with or
+without quotas (without them every job is in the unassigned group, so "its team" is the queue):
 
-With quotas, a team's first waiting job holds back its later jobs in that pool; with backfill on,
-after the borrowers (phase 4), a later job starts beside its team's waiting heads when the
-instances its team may use cover it now (nothing is stopped for it), inside its team's quota, or
-beyond it only as borrowing under the borrowing rules. It is the first its team stops when a head
-needs the room, and a borrowing one is reclaimed as any borrower.
+* where the heads of its pools have their room (by preemption or stops in flight, kept for them),
+  it claims room of its own as they did (phases 4 and 5), or, with backfill on, starts beside the
+  instances kept for them when the instances its team may use cover it now;
+* where a head is *stuck* (no room even by preemption), with backfill on, it starts on the
+  instances its team may use now, or stops the jobs of its team it outranks to get them (they rank
+  below the head too), and is the first stopped when the head can start; with backfill off it
+  waits, and so do the jobs behind it.
+
+"May use" keeps a backfilled job inside its team's quota, or beyond it only as borrowing under the
+borrowing rules (`PassState.why_not_borrow`); a borrowing one is reclaimed as any borrower.
 """
 
 from __future__ import annotations
@@ -19,62 +20,77 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import nomination, quota_reasons, reasons
+from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
+def backfill(state: PassState, job: Job) -> None:
+    """Decide `job`, left by the walk until the borrowers were decided: behind its team's heads
+    still waiting, or as a head itself where they all started."""
+    if blocked := state.blocked(job):
+        behind_head(state, job, blocked)
+        return
+    state.wait(job)
+    borrowing.borrow(state, job)
+
+
 def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
-    """Decide `job`, waiting behind the heads of its `blocked` pools (without quotas; with them,
-    `backfill_within_quota` after the borrowers)."""
+    """Decide `job`, waiting behind its team's heads of its `blocked` pools."""
+    team = state.ledger.team(job)
     allowed = state.config.backfill
-    stuck = [pool for pool in blocked if pool in state.stuck]
-    fits = state.ledger.fits(job.demand)
-    if not stuck and not fits:
-        nomination.preempt_for_head(state, job)
+    stuck = [pool for pool in blocked if pool in state.stuck[team]]
+    starts = _may_start(state, job)
+    if not stuck and not starts:
+        state.wait(job)
+        borrowing.borrow(state, job)
     elif not stuck and allowed:
-        head = state.heads[blocked[0]]
-        state.admit(job, backfill=True, reason=reasons.beside_reserved(state.views(job.demand), head.name))
+        head = state.team_heads[team][blocked[0]]
+        state.admit(job, backfill=True, reason=_reason(state, job, head, None))
     elif not stuck:
         state.wait(job)
-        state.ledger.take(job.demand, state.ledger.team(job))
-    elif allowed and fits:
-        head = state.heads[stuck[0]]
-        reason = reasons.backfill(state.views(job.demand), head.name, state.shortfall(head))
-        state.admit(job, backfill=True, reason=reason)
+        state.ledger.take(job.demand, team)
+    elif allowed and starts:
+        head = state.team_heads[team][stuck[0]]
+        state.admit(job, backfill=True, reason=_reason(state, job, head, state.shortfall(head)))
     elif allowed:
-        _make_room_to_backfill(state, job, state.heads[stuck[0]])
+        _make_room_to_backfill(state, job, state.team_heads[team][stuck[0]])
     else:
         state.wait(job)
-        state.stuck.update(limited(job.demand, state.ledger))
+        state.stuck[team].update(limited(job.demand, state.ledger))
+
+
+def _may_start(state: PassState, job: Job) -> bool:
+    """The instances `job`'s team may use cover it now, inside its quota or as borrowing under the
+    borrowing rules."""
+    beyond = state.ledger.beyond_quota(state.ledger.team(job), job.demand)
+    return not state.lack(job) and (not beyond or state.why_not_borrow(job, beyond) is None)
+
+
+def _reason(state: PassState, job: Job, head: Job, head_shortfall: dict[str, int] | None) -> str:
+    """Why `job` is backfilled behind `head`: stuck (`head_shortfall`, what it lacks even after the
+    stops in flight), or waiting only for instances kept for it (None)."""
+    views = state.views(job.demand)
+    if state.whole(job):
+        if head_shortfall is None:
+            return reasons.beside_reserved(views, head.name)
+        return reasons.backfill(views, head.name, head_shortfall)
+    team = state.ledger.team(job)
+    beyond = state.ledger.beyond_quota(team, job.demand)
+    if beyond:
+        borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
+        lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
+        return quota_reasons.backfill_borrowing(team, borrowed, lenders, head.name)
+    quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
+    return quota_reasons.backfill_within_quota(team, views, quotas, head.name)
 
 
 def _make_room_to_backfill(state: PassState, job: Job, head: Job) -> None:
-    """`job` waits behind a stuck head and does not fit: jobs it outranks are stopped so that it
-    can be backfilled once they are gone. They rank below the head too, so their instances would
-    not have let the head start."""
-    shortfall = state.shortfall(job)
-    if shortfall and nomination.preempt_for_priority(state, job, shortfall) is not None:
+    """`job` waits behind a stuck head and cannot start: jobs of its team it outranks are stopped
+    so that it can be backfilled once they are gone. They rank below the head too, so their
+    instances would not have let the head start."""
+    room, _ = borrowing.own_room(state, job)
+    if room and nomination.preempt_for_priority(state, job, room) is not None:
         state.wait(job)
         return
     state.explain(job, reasons.backfill_awaiting_release(state.views(job.demand), head.name))
     state.ledger.take(job.demand, state.ledger.team(job))
-
-
-def backfill_within_quota(state: PassState, job: Job) -> None:
-    """With quotas: start `job`, behind its team's waiting heads, on the instances its team may use
-    now, inside its team's quota or as borrowing; else it waits, its reason computed on read."""
-    team = state.ledger.team(job)
-    heads = [state.team_heads[team][pool] for pool in job.demand if pool in state.team_heads[team]]
-    if not heads or state.lack(job):
-        return
-    beyond = state.ledger.beyond_quota(team, job.demand)
-    if beyond and state.why_not_borrow(job, beyond) is not None:
-        return
-    if beyond:
-        borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
-        lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
-        reason = quota_reasons.backfill_borrowing(team, borrowed, lenders, heads[0].name)
-    else:
-        quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
-        reason = quota_reasons.backfill_within_quota(team, state.views(job.demand), quotas, heads[0].name)
-    state.admit(job, backfill=True, reason=reason)

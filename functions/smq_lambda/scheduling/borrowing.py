@@ -1,31 +1,33 @@
-"""Phase 4 of a pass (with quotas): borrow, then priority inside a team.
+"""Phase 4 of a pass: borrow, then priority inside a team.
 
-The first job of each team that would exceed its quota is decided here, after every job within a
-quota, teams taken in fair-share order: the smallest decayed usage per instance of quota first
-(Kueue's admission fair sharing, AWS Batch's share decay; `domain.teams.decay_usage`), then the
-smallest share held now.
+The first job of each team that would exceed its quota is decided here. Where another team lends
+idle quota in its pools it is decided after every job within a quota, teams taken in fair-share
+order: the smallest decayed usage per instance of quota first (Kueue's admission fair sharing, AWS
+Batch's share decay; `domain.teams.decay_usage`), then the smallest share held now. Where none
+does there is nothing to borrow, and it is decided at once in the walk (always so without quotas:
+the unassigned group is alone, and its quota is the whole pool).
 
 * **Borrow.** It starts when its team lends and borrows, stays within its borrow limit, and the
   instances its team may use (free, less the idle quota of teams that reserve theirs) cover it.
 * **Priority inside a team.** Else it stops lower-priority jobs *of its own team* (the priority
   rule, with the preemption rules' protection; phase 5's victim selection): as many as it lacks
-  when its team may go on borrowing what it holds (a swap inside the team), else enough to get back
-  within its quota, reclaiming from borrowers whatever its quota still lacks. Stops already in
-  flight count: a job waiting for them keeps its room rather than stop its backfilled jobs again.
+  once the stops in flight land when its team may go on borrowing what it holds (a swap inside the
+  team), else enough to get back within its quota, reclaiming from borrowers whatever its quota
+  still lacks. Without room even then it is stuck (`nomination`). Counting the stops in flight,
+  a job waiting for them keeps its room rather than stop its backfilled jobs again.
 * **Budget.** The walk started later jobs of its team since it reached this one: when its team's
   hold budget no longer covers it, it is held here (`budget_hold`), and borrows and stops nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import quota_reasons
-from smq_lambda.scheduling.admission import admit_or_make_room
-from smq_lambda.scheduling.nomination import make_room_within_quota
-from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling.nomination import admit_or_make_room, make_room
+from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
 
 
@@ -54,32 +56,45 @@ def borrow(state: PassState, job: Job) -> None:
         state.admit(job, reason=quota_reasons.borrowing(team, borrowed, lenders))
         return
     candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
-    room, waits = _own_room(state, job, beyond)
+    room, waits = own_room(state, job)
     own = select_targets(room, candidates)
+    whole = state.whole(job)
     if own is None:
-        state.explain(job, quota_reasons.at_quota(team, beyond, why_not, protected))
+        if state.is_first(job):
+            short = next(iter(room))
+            view = state.view(short, job.demand[short])
+            state.explain(
+                job,
+                reasons.no_room(view, protected) if whole else quota_reasons.at_quota(team, beyond, why_not, protected),
+            )
+        state.stuck[team].update(limited(job.demand, state.ledger))
         return
-    state.preempt(
-        own,
-        job,
-        lambda target: quota_reasons.preempted_in_team(team, job.name, job.priority, target.priority, beyond),
-    )
-    make_room_within_quota(state, job, released_for_it=waits)
+    state.preempt(own, job, _preempted_reason(job, team, room if whole else beyond, whole=whole))
+    make_room(state, job, released_for_it=waits)
 
 
-def _own_room(state: PassState, job: Job, beyond: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
-    """What `job`'s own team must stop for it, and what it then waits for its team to give back.
-    A team that may go on borrowing what it holds swaps jobs (the instances `job` lacks beyond those
-    on their way back: without counting them, the stops it already sent would be sent again to the
-    jobs backfilled meanwhile on the free ones); any other gets back within its quota, its own stops
-    in flight counted (a team that may not borrow counts them against its quota until they land:
-    `Ledger.claim`)."""
+def _preempted_reason(job: Job, team: str, lacks: Mapping[str, int], *, whole: bool) -> Callable[[Job], str]:
+    def reason(target: Job) -> str:
+        if whole:
+            return reasons.preempted(job.name, job.priority, target.priority, lacks, reclaimed=target.is_backfill)
+        return quota_reasons.preempted_in_team(team, job.name, job.priority, target.priority, lacks)
+
+    return reason
+
+
+def own_room(state: PassState, job: Job) -> tuple[dict[str, int], dict[str, int]]:
+    """What `job`'s own team must stop for it (by priority), and what it then waits for its team to
+    give back. Within its quota, or when its team may go on borrowing what it holds (a swap inside
+    the team), the instances it lacks once the stops in flight land; beyond its borrow limit, what
+    it would borrow beyond its quota; a team that may not borrow gets back within its quota, its
+    own stops in flight counted (it counts them against its quota until they land: `Ledger.claim`)."""
     team = state.ledger.team(job)
+    beyond = state.ledger.beyond_quota(team, job.demand)
     limit = state.config.teams.borrow_limit(team)
-    if not state.ledger.may_borrow(team):
+    if beyond and not state.ledger.may_borrow(team):
         room = {pool: over - state.ledger.releasing_of(team, pool) for pool, over in beyond.items()}
         waits = {pool: min(over, job.demand[pool]) for pool, over in beyond.items()}
         return {pool: n for pool, n in room.items() if n > 0}, waits
-    if limit is not None and any(over > limit for over in beyond.values()):
+    if beyond and limit is not None and any(over > limit for over in beyond.values()):
         return dict(beyond), dict(beyond)
     return state.lack(job, counting_releasing=True), state.lack(job)

@@ -170,6 +170,22 @@ class Ledger:
         before, after = lent_by(borrowed, idle, self._teams), lent_by(borrowed + count, idle, self._teams)
         return [(team, after[team] - before.get(team, 0)) for team in after if after[team] > before.get(team, 0)]
 
+    def whole(self, team: str, pool: str) -> bool:
+        """`team`'s quota is the whole of `pool`: no other group has a share there (the unassigned
+        group without quotas), so its reasons need not name a quota."""
+        capacity = self.capacity(pool)
+        return capacity is not None and self.quota(team, pool) == capacity
+
+    def lent_to(self, team: str, pools: Iterable[str]) -> bool:
+        """Another group lends idle quota in one of `pools`: a job of `team` there may borrow it, or
+        a borrower may take it first (never true without quotas: the unassigned group is alone)."""
+        return any(
+            self.idle(other, pool) > 0
+            for pool in pools
+            for other in self._teams.names()
+            if other != team and self._teams.sharing(other).lends
+        )
+
     def held_share(self, team: str) -> float:
         """Instances the team holds over all pools, per instance of its quota."""
         held = sum(count for (group, _), count in self._held.items() if group == team)

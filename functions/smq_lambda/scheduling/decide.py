@@ -7,23 +7,29 @@ A pass is a short list of named phases, each a module with its rule in its docst
    submission asc, name;
 3. **admit within quota** (`admission`), walking that order: a job starts when it fits in its
    team's quota and in the instances its team may use, and no earlier job of its team waits for
-   its pools. Without quotas every job is in the unassigned group, which holds every pool;
-4. **borrow** (`borrowing`, with quotas): each team's first job beyond its quota, teams in
-   fair-share order, borrows idle quota or stops lower-priority jobs of its own team;
-5. **nominate preemptions and reclaims** (`nomination`) for a head that lacks instances: priority
-   preemption, and reclaim of borrowed capacity, through one victim selection (`preemption`);
-6. **backfill** where allowed (`backfill`): later jobs on instances a waiting head cannot use yet;
-   with quotas, inside the team's own quota (beyond it, only as borrowing), after the borrowers;
-7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`).
-   A job that merely waits behind a head gets none: its position and "N jobs ahead" change with
-   every job that starts or arrives, so they are computed when someone reads the job
-   (`reasons.queued`), never written to every waiting job on every pass.
+   its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool;
+4. **borrow** (`borrowing`): each team's first job beyond its quota borrows idle quota of teams
+   that lend, teams in fair-share order, or else stops lower-priority jobs of its own team;
+5. **nominate preemptions and reclaims** (`nomination`) for a head within its quota that lacks
+   instances: reclaim of borrowed capacity, else priority preemption inside its team, through one
+   victim selection (`preemption`);
+6. **backfill** (`backfill`): a job behind its team's waiting head claims room of its own while
+   the head has its room, and, with backfill on, starts on instances the head cannot use yet,
+   inside its team's quota (beyond it only as borrowing);
+7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`),
+   worded from the numbers: a group that holds a whole pool alone (the unassigned group without
+   quotas) is told what fits, a team with a share of it what its quota allows. A job that merely
+   waits behind a head gets none: its position and "N jobs ahead" change with every job that
+   starts or arrives, so they are computed when someone reads the job (`reasons.queued`), never
+   written to every waiting job on every pass.
 
-Phase 5 runs for a job as soon as phase 3 or 4 leaves it waiting, and so does phase 6 without
-quotas (with quotas it runs after the borrowers, who may yet take the free instances), so later
+The walk of phase 3 hands a job to phases 4, 5 and 6 as soon as it leaves it undecided, so later
 decisions see earlier ones: a start takes its instances, a preemption counts as releasing, a wait
-keeps its room. Actions come out in the order they were decided (the starts, stops and wait of one
-job together).
+keeps its room. Only where another team lends idle quota in a job's pools (never without quotas)
+does the walk leave it for later: a head beyond its quota to phase 4, after every job within a
+quota, and a job behind its team's head to phase 6, after the borrowers, who may yet take those
+instances. Actions come out in the order they were decided (the starts, stops and wait of one job
+together).
 
 A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
 the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
@@ -45,7 +51,7 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.admission import Later, admit_within_quota
 from smq_lambda.scheduling.aging import Boost, aged
-from smq_lambda.scheduling.backfill import backfill_within_quota
+from smq_lambda.scheduling.backfill import backfill
 from smq_lambda.scheduling.borrowing import borrow, by_fair_share
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.pass_state import PassState
@@ -74,12 +80,11 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, meas
     ledger = measured if measured is not None else Ledger.measure(snapshot, config)
     pending, boosts = order_heads(snapshot, now, config)
     state = PassState(snapshot, now, config, ledger, boosts)
-    later = {job.name: admit_within_quota(state, job) for job in pending}
-    for job in by_fair_share(state, [job for job in pending if later[job.name] is Later.BORROW]):
+    later = admit_within_quota(state, pending)
+    for job in by_fair_share(state, later[Later.BORROW]):
         borrow(state, job)
-    for job in pending:
-        if later[job.name] is Later.BACKFILL:
-            backfill_within_quota(state, job)
+    for job in later[Later.BACKFILL]:
+        backfill(state, job)
     return Decision(state.actions, {pool: job.name for pool, job in state.heads.items()}, frozenset(state.budget_held))
 
 

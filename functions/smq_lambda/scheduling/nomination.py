@@ -1,17 +1,18 @@
 """Phase 5 of a pass: nominate preemptions and reclaims for a head that lacks instances.
 
-Two rules stop running jobs, both through the one victim selection (`preemption.select_targets`):
+A head within its team's quota starts when the instances its team may use cover it; else, for what
+the stops in flight do not already cover, two rules stop running jobs, both through the one victim
+selection (`preemption.select_targets`):
 
-* **priority preemption**: a head stops lower-priority jobs (and backfilled jobs behind it) in
-  `preemption_order`, never those the preemption rules protect, for what the stops in flight do
-  not already cover. Without quotas it considers every live job; with quotas, only its own team's
-  (phase 4, `borrowing`);
-* **reclaim**: a job within its team's quota stops the jobs of other teams that run on borrowed
-  capacity, whatever their priority, least progress first (`least_progress_first`), never taking a
-  team below its quota, counting stops in flight; the preemption rules do not protect them.
+* **reclaim** first: jobs of other teams that run on borrowed capacity, whatever their priority,
+  least progress first (`least_progress_first`), never taking a team below its quota, counting
+  stops in flight; the preemption rules do not protect them;
+* else **priority preemption** inside its team: lower-priority jobs of its team (and backfilled
+  jobs behind it) in `preemption_order`, never those the preemption rules protect. Without quotas
+  the team is the unassigned group, so every live job of the queue is a candidate.
 
-The instances the head waits for are then kept for it (taken in the ledger), so the next job may
-claim room of its own. A head without room even then is *stuck*: later jobs of its pools start only
+The instances the head waits for are then kept for it (`Ledger.keep`), so the next job may claim
+room of its own. A head without room even then is *stuck*: later jobs of its team start there only
 by backfill.
 """
 
@@ -25,32 +26,66 @@ from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, least_progress_first, select_targets
 
 
-def preempt_for_head(state: PassState, head: Job) -> None:
-    """`head` does not fit and every job waiting ahead of it in its pools has its room: lower
-    jobs are stopped for it unless stops in flight already cover it, and the instances it waits
-    for are kept for it. Without room even then, it is stuck. Only the first job waiting for a pool
-    gets its reason written; a reader of a later one is told its position (`reasons.queued`)."""
-    state.wait(head)
-    shortfall = state.shortfall(head)
-    first = state.is_first(head)
+def admit_or_make_room(state: PassState, job: Job) -> None:
+    """`job` is within its team's quota: it starts when the instances its team may use cover it,
+    else room is made for it."""
+    if state.lack(job):
+        make_room(state, job)
+        return
+    team = state.ledger.team(job)
+    if state.whole(job):
+        reason = reasons.fits(state.views(job.demand))
+    else:
+        quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
+        reason = quota_reasons.within_quota(team, state.views(job.demand), quotas)
+    state.admit(job, reason=reason)
+
+
+def make_room(state: PassState, job: Job, released_for_it: Mapping[str, int] | None = None) -> None:
+    """`job` lacks instances its team may use: for what the stops in flight do not cover, borrowed
+    jobs of other teams are reclaimed, else lower-priority jobs of its own team are preempted, and
+    the instances it waits for are kept for it. Without room even then, it is stuck.
+    `released_for_it`: what its own team's jobs stopped for it give back, which it waits for even
+    when free instances would cover it (its quota does not)."""
+    team = state.ledger.team(job)
+    shortfall = state.lack(job, counting_releasing=True)
     if shortfall:
-        protected = preempt_for_priority(state, head, shortfall)
+        targets = reclaim_targets(state, team, shortfall)
+        protected = preempt_for_priority(state, job, shortfall) if targets is None else None
         if protected is not None:
-            short = next(iter(shortfall))
-            if first:
-                state.explain(head, reasons.no_room(state.view(short, head.demand[short]), protected))
-            state.stuck.update(limited(head.demand, state.ledger))
+            if state.is_first(job):
+                short = next(iter(shortfall))
+                view = state.view(short, job.demand[short])
+                whole = state.whole(job)
+                state.explain(
+                    job, reasons.no_room(view, protected) if whole else quota_reasons.no_room_within_quota(team, view)
+                )
+            state.stuck[team].update(limited(job.demand, state.ledger))
             return
-    if first:
-        state.explain(head, reasons.awaiting_release(state.short_views(head.demand)))
-    state.ledger.take(head.demand, state.ledger.team(head))
+        if targets is not None:
+            _reclaim(state, job, team, targets)
+    if state.is_first(job):
+        state.explain(job, _awaiting_release(state, job, released_for_it or {}))
+    state.ledger.keep(team, job.demand)
+
+
+def _awaiting_release(state: PassState, job: Job, released_for_it: Mapping[str, int]) -> str:
+    if state.whole(job):
+        return reasons.awaiting_release(state.short_views(job.demand))
+    waits = state.lack(job)
+    for pool, n in released_for_it.items():
+        waits[pool] = max(waits.get(pool, 0), n)
+    team = state.ledger.team(job)
+    borrowing = state.ledger.may_borrow(team) and bool(state.ledger.beyond_quota(team, job.demand))
+    return quota_reasons.awaiting_release(team, waits, borrowing=borrowing)
 
 
 def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int]) -> int | None:
-    """Stop the fewest live jobs `job` may preempt that cover `shortfall`. None when done; when
-    even all of them would not cover it, nothing is stopped and the count of the jobs the
-    preemption rules protected is returned."""
-    candidates, protected = state.priority_candidates(job)
+    """Stop the fewest live jobs of `job`'s team it may preempt that cover `shortfall`. None when
+    done; when even all of them would not cover it, nothing is stopped and the count of the jobs
+    the preemption rules protected is returned."""
+    team = state.ledger.team(job)
+    candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
     targets = select_targets(shortfall, candidates)
     if targets is None:
         return protected
@@ -62,27 +97,6 @@ def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int
         ),
     )
     return None
-
-
-def make_room_within_quota(state: PassState, job: Job, released_for_it: Mapping[str, int] | None = None) -> None:
-    """`job` fits in its team's quota but not in the instances its team may use: borrowed jobs of
-    other teams are reclaimed for what the stops in flight do not cover, and the instances it
-    waits for are kept for it. `released_for_it`: what its own team's jobs stopped for it give
-    back, which it waits for even when free instances would cover it (its quota does not)."""
-    team = state.ledger.team(job)
-    shortfall = state.lack(job, counting_releasing=True)
-    if shortfall:
-        targets = reclaim_targets(state, team, shortfall)
-        if targets is None:
-            short = next(iter(shortfall))
-            state.explain(job, quota_reasons.no_room_within_quota(team, state.view(short, job.demand[short])))
-            return
-        _reclaim(state, job, team, targets)
-    waits = state.lack(job)
-    for pool, n in (released_for_it or {}).items():
-        waits[pool] = max(waits.get(pool, 0), n)
-    state.explain(job, quota_reasons.awaiting_release(team, waits))
-    state.ledger.keep(team, job.demand)
 
 
 def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -> Sequence[Job] | None:

@@ -36,19 +36,14 @@ class PassState:
         """Per blocked pool, the first job that waits for it."""
         self.team_heads: defaultdict[str, dict[str, Job]] = defaultdict(dict)
         """Per team and pool, the team's first waiting job (without quotas, the one group's are `heads`)."""
-        self.stuck: set[str] = set()
-        """Pools where a waiting head has no room even by preemption: later jobs start there only by
-        backfill."""
+        self.stuck: defaultdict[str, set[str]] = defaultdict(set)
+        """Per team, the pools where its waiting head has no room even by preemption: its later jobs
+        start there only by backfill."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
         self.budgets = BudgetBook.of(snapshot, now, config.budgets)
         self.budget_held: set[str] = set()
         """Jobs their team's hold budget sets aside in this pass (`budget_hold`)."""
-
-    @property
-    def quotas(self) -> bool:
-        """Team quotas are configured (else every job is in the unassigned group, which holds every pool)."""
-        return self.config.teams.enabled
 
     def skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing: larger
@@ -129,9 +124,20 @@ class PassState:
             self.team_heads[team].setdefault(pool, job)
             self.heads.setdefault(pool, job)
 
+    def blocked(self, job: Job) -> list[str]:
+        """The pools of `job` where an earlier job of its team waits."""
+        heads = self.team_heads[self.ledger.team(job)]
+        return [pool for pool in job.demand if pool in heads]
+
     def is_first(self, job: Job) -> bool:
-        """`job` is the first waiting job of one of its pools: only its reason is written."""
-        return any(self.heads.get(pool) is job for pool in job.demand)
+        """`job` is its team's first waiting job of one of its pools: only its reason is written."""
+        heads = self.team_heads[self.ledger.team(job)]
+        return any(heads.get(pool) is job for pool in job.demand)
+
+    def whole(self, job: Job) -> bool:
+        """`job`'s team holds every pool it needs whole (`Ledger.whole`): its reasons name no quota."""
+        team = self.ledger.team(job)
+        return all(self.ledger.whole(team, pool) for pool in limited(job.demand, self.ledger))
 
     def explain(self, job: Job, reason: str) -> None:
         reason = self._aged(job, reason)

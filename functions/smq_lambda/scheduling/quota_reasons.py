@@ -57,8 +57,10 @@ def backfill_borrowing(
     )
 
 
-def awaiting_release(team: str, waits: Mapping[str, int]) -> str:
-    return f"within {possessive(team)} quota; waiting for {_instances(waits)} being released by stopping jobs"
+def awaiting_release(team: str, waits: Mapping[str, int], *, borrowing: bool = False) -> str:
+    """`borrowing`: the job runs beyond its team's quota once they are released (its team may borrow)."""
+    where = f"beyond {possessive(team)} quota, borrowing" if borrowing else f"within {possessive(team)} quota"
+    return f"{where}; waiting for {_instances(waits)} being released by stopping jobs"
 
 
 def no_room_within_quota(team: str, view: PoolView) -> str:
