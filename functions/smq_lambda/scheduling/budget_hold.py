@@ -54,7 +54,7 @@ def budget_team(job: Job) -> str:
 @dataclass(frozen=True)
 class BudgetHold:
     """Why a job is held: its team's hold budget, what the team has spent and committed, and the
-    job's estimate (None: it uses `unpriced`, types with no price)."""
+    job's estimate (None exactly when it uses `unpriced` types, which have no price)."""
 
     team: str
     monthly_usd: float
@@ -74,9 +74,7 @@ class BudgetHold:
             f"team {self.team}'s hold budget of {_usd(self.monthly_usd)} a month has {_usd(max(self.left_usd, 0.0))} "
             f"left ({_usd(self.spent_usd)} spent this month, {_usd(self.committed_usd)} committed to its running and starting jobs)"
         )
-        if self.estimate is None and not self.unpriced:
-            why = "this job's cost cannot be estimated: it has no MaxRuntimeInSeconds"
-        elif self.estimate is None:
+        if self.estimate is None:
             why = (
                 f"this job's cost is unknown: {', '.join(self.unpriced)} "
                 f"{'has' if len(self.unpriced) == 1 else 'have'} no price, and unpriced types never count as free"

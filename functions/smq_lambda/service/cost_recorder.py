@@ -113,7 +113,7 @@ def _attempt(job: Job, attempt_number: int, status: TrainingJobStatus) -> Attemp
 
 def _log(job: Job, cost: AttemptCost) -> None:
     if cost.spend_usd is None:
-        logger.warning(
+        logger.info(
             "attempt recorded unpriced: its instance type has no price",
             extra={"job": job.name, "training_job": cost.training_job_name, "demand": dict(job.demand)},
         )
