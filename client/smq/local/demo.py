@@ -1,7 +1,7 @@
 """`smq local demo` (`make demo`): the seed scenario on the local stack, with real trainer processes.
 
-Capacity 2. job1 (priority 1), job2 (2), job3 (1) and job4 (3) are submitted a few seconds apart.
-job4 preempts job1 (the lowest priority running job); job1 resumes from its checkpoint as soon as
+Capacity 2. job1 (priority 1), job2 (2), job3 (1) and job4 (3) are submitted a few seconds apart
+(with the real trainer, job4 once job1 has saved a checkpoint). job4 preempts job1 (the lowest priority running job); job1 resumes from its checkpoint as soon as
 job2 finishes, ahead of job3 (same priority, submitted later); all four complete.
 
 First, unless told not to, a warm-up round of WARM_UP_JOBS jobs of the same family (`smq:family`)
@@ -33,6 +33,11 @@ from smq.local.stack import REGION, REPOSITORY, LocalStack, LocalStackOptions
 
 POOL = "ml.m5.xlarge"
 JOBS = (("job1", 1), ("job2", 2), ("job3", 1), ("job4", 3))
+VICTIM, PREEMPTOR = "job1", "job4"
+CHECKPOINT_SAVED = "checkpoint saved"
+"""What the trainer logs once a checkpoint is written: with the real trainer, job4 is submitted only
+after job1 logged it (at most CHECKPOINT_WAIT_SECONDS), so job1 always has a step to resume from."""
+CHECKPOINT_WAIT_SECONDS = 120.0
 WARM_UP_JOBS = ("warmup1", "warmup2", "warmup3")
 FAMILY = "tiny-vit"
 """The `smq:family` of every job of the demo: the warm-up's durations are the scenario's history."""
@@ -223,6 +228,8 @@ def play_demo(workdir: Path, executor: str = "process", *, warm_up: bool = True,
         view = QueueView(client, [name for name, _ in JOBS], estimates)
         began = time.monotonic()
         for name, priority in JOBS:
+            if name == PREEMPTOR and executor == "process":
+                _await_checkpoint(view, stack, VICTIM, until=time.monotonic() + CHECKPOINT_WAIT_SECONDS)
             answer = client.add_job(demo_request(name, priority, source, executor, pace))
             view.submitted(answer, heading=f"submitted {name} (priority {priority})")
             _watch(view, until=time.monotonic() + pace.submit_gap_s)
@@ -250,6 +257,18 @@ def _warm_up(client: SmqApiClient, source: str, executor: str, pace: Pace) -> No
     _watch(view, until=began + DEADLINE_SECONDS, stop_when_finished=True)
     if not view.all_finished():
         raise SmqError(f"the warm-up round did not finish within {DEADLINE_SECONDS:.0f} s")
+
+
+def _await_checkpoint(view: QueueView, stack: LocalStack, name: str, *, until: float) -> None:
+    """Watch the queue until `name`'s running attempt has saved a checkpoint, so the preemption that
+    follows shows a resume mid-training however slowly the machine starts Python and torch."""
+    while time.monotonic() < until:
+        view.refresh()
+        job = next((job for job in view.jobs if job["name"] == name), None)
+        attempts = (job or {}).get("attempts") or []
+        if attempts and CHECKPOINT_SAVED in stack.training_logs(attempts[-1]["training_job_name"]):
+            return
+        time.sleep(POLL_SECONDS)
 
 
 def _watch(view: QueueView, *, until: float, stop_when_finished: bool = False) -> None:
