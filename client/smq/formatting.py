@@ -17,6 +17,7 @@ from smq.jobs import (
     instances_text,
     live_training_job_name,
     parse_time,
+    pools_text,
     state_since,
     usd_text,
 )
@@ -65,7 +66,7 @@ def status_table(jobs: Sequence[Mapping[str, Any]], now: datetime) -> str:
             job["state"],
             job["priority"],
             *((job.get("team") or "-",) if teams else ()),
-            job["pool"],
+            pools_text(job),
             instances_text(job),
             describe_age(state_since(job), now) if state_since(job) else "-",
             len(job.get("attempts") or ()),
@@ -190,7 +191,7 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
         ("State", job["state"]),
         ("Reason", job.get("reason") or "-"),
         ("Priority", job["priority"]),
-        ("Pool", job["pool"]),
+        ("Pool", pools_text(job)),
         ("Instances", instances_text(job)),
         ("Owner", job.get("owner") or "-"),
         *((("Team", job["team"]),) if job.get("team") else ()),
@@ -198,7 +199,7 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
         ("Updated", _time_and_age(updated, now)),
     ]
     if job["state"] == "pending":
-        fields.append(("Position", f"{job.get('position')} in {job['pool']}"))
+        fields.append(("Position", _position_text(job)))
         estimate = estimated_start_text(job, now)
         if estimate is not None:
             fields.append(("Estimated start", estimate))
@@ -237,6 +238,12 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
 
 def _time(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
+
+
+def _position_text(job: Mapping[str, Any]) -> str:
+    """`3 in ml.p5.48xlarge`; a heterogeneous job is listed, and counted, under its first pool only."""
+    text = f"{job.get('position')} in {job['pool']}"
+    return text + " (its first pool)" if len(job.get("demand") or {}) > 1 else text
 
 
 def _time_and_age(value: datetime | None, now: datetime) -> str:

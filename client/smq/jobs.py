@@ -119,6 +119,12 @@ def live_training_job_name(job: Mapping[str, Any]) -> str | None:
     return str(attempt["training_job_name"]) if attempt and not attempt.get("ended_at") else None
 
 
+def pools_text(job: Mapping[str, Any]) -> str:
+    """`ml.p5.48xlarge`; `ml.p5.48xlarge + ml.c5.xlarge` for a heterogeneous job, which needs every one."""
+    demand: Mapping[str, int] = job.get("demand") or {}
+    return " + ".join(demand) if len(demand) > 1 else str(job["pool"])
+
+
 def instances_text(job: Mapping[str, Any]) -> str:
     """`2` for one pool; `2 ml.p5.48xlarge + 1 ml.c5.xlarge` for heterogeneous jobs."""
     demand: Mapping[str, int] = job.get("demand") or {}

@@ -125,7 +125,16 @@ def test_status_table_columns_and_durations() -> None:
             "user/alice",
             "waiting for 2 instances of ml.p5.48xlarge",
         ],
-        ["hetero", "pending", "1", "ml.p5.48xlarge", "2 ml.p5.48xlarge + 1 ml.c5.xlarge", "1h00m", "0", "user/alice"],
+        [
+            "hetero",
+            "pending",
+            "1",
+            "ml.p5.48xlarge + ml.c5.xlarge",
+            "2 ml.p5.48xlarge + 1 ml.c5.xlarge",
+            "1h00m",
+            "0",
+            "user/alice",
+        ],
         ["done", "completed", "1", "ml.p5.48xlarge", "1", "-", "0", "local-anonymous"],
     ]
 
@@ -166,6 +175,16 @@ def test_pools_table_shows_free_capacity_and_unlimited_pools() -> None:
         ["ml.g5.xlarge", "8", "3", "5", "0"],
         ["ml.c5.xlarge", "unlimited", "4", "-", "0"],
     ]
+
+
+def test_describe_names_every_pool_of_a_heterogeneous_job() -> None:
+    described = job("hetero", "pending", 1, position=2, demand={"ml.p5.48xlarge": 2, "ml.c5.xlarge": 1}, instances=2)
+
+    text = describe_text(described, NOW)
+
+    assert re.search(r"^Pool:\s+ml.p5.48xlarge \+ ml.c5.xlarge$", text, flags=re.MULTILINE)
+    assert re.search(r"^Instances:\s+2 ml.p5.48xlarge \+ 1 ml.c5.xlarge$", text, flags=re.MULTILINE)
+    assert re.search(r"^Position:\s+2 in ml.p5.48xlarge \(its first pool\)$", text, flags=re.MULTILINE)
 
 
 def test_describe_lists_every_attempt_with_its_outcome() -> None:

@@ -15,6 +15,7 @@ from smq.local.sagemaker.contract import (
     container_env,
     decode_hyperparameters,
     entry_command,
+    hosts,
     resource_config,
 )
 from smq.local.sagemaker.process import failure_reason
@@ -81,7 +82,7 @@ def test_the_environment_describes_channels_and_hyperparameters(tmp_path: Path) 
         ],
     )
 
-    env = container_env(paths, request, job_arn="arn:j")
+    env = container_env(paths, request, job_arn="arn:j", host=hosts(request)[0])
 
     assert json.loads(env["SM_CHANNELS"]) == ["train", "validation"]
     assert env["SM_CHANNEL_VALIDATION"] == str(paths.channel_dir("validation"))
@@ -95,21 +96,73 @@ def test_the_environment_describes_channels_and_hyperparameters(tmp_path: Path) 
     assert all(isinstance(v, str) for v in env.values())
 
 
-def test_a_heterogeneous_cluster_runs_on_its_first_group() -> None:
-    request = job_request(
-        "j",
-        ResourceConfig={
-            "InstanceGroups": [
-                {"InstanceGroupName": "gpus", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
-                {"InstanceGroupName": "cpus", "InstanceType": "ml.c5.xlarge", "InstanceCount": 4},
-            ]
-        },
+HETEROGENEOUS = job_request(
+    "j",
+    ResourceConfig={
+        "InstanceGroups": [
+            {"InstanceGroupName": "gpus", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+            {"InstanceGroupName": "cpus", "InstanceType": "ml.c5.xlarge", "InstanceCount": 4},
+        ]
+    },
+    HyperParameters={"sagemaker_distribution_instance_groups": '["gpus"]'},
+)
+
+
+def test_a_job_without_groups_runs_one_host_of_the_homogeneous_cluster(tmp_path: Path) -> None:
+    request = job_request("j")
+    (host,) = hosts(request)
+
+    config = resource_config(request, host)
+    env = container_env(JobPaths(tmp_path), request, job_arn="arn:j", host=host)
+
+    assert config == {
+        "current_host": "algo-1",
+        "current_instance_type": "ml.g5.xlarge",
+        "current_group_name": "homogeneousCluster",
+        "hosts": ["algo-1"],
+        "instance_groups": [
+            {"instance_group_name": "homogeneousCluster", "instance_type": "ml.g5.xlarge", "hosts": ["algo-1"]}
+        ],
+        "network_interface_name": "eth0",
+    }
+    assert (env["SM_CURRENT_INSTANCE_GROUP"], env["SM_IS_HETERO"], env["SM_HOSTS"]) == (
+        "homogeneousCluster",
+        "false",
+        '["algo-1"]',
     )
 
-    config = resource_config(request)
 
-    assert (config["current_instance_type"], config["current_group_name"]) == ("ml.p4d.24xlarge", "gpus")
-    assert config["hosts"] == ["algo-1"]
+def test_each_instance_group_runs_one_host_that_knows_its_group(tmp_path: Path) -> None:
+    paths = JobPaths(tmp_path)
+    gpus, cpus = hosts(HETEROGENEOUS)
+
+    config = resource_config(HETEROGENEOUS, cpus)
+    env = container_env(paths, HETEROGENEOUS, job_arn="arn:j", host=cpus)
+
+    assert (gpus.name, gpus.group, cpus.name, cpus.group) == ("algo-1", "gpus", "algo-2", "cpus")
+    assert config == {
+        "current_host": "algo-2",
+        "current_instance_type": "ml.c5.xlarge",
+        "current_group_name": "cpus",
+        "hosts": ["algo-1", "algo-2"],
+        "instance_groups": [
+            {"instance_group_name": "gpus", "instance_type": "ml.p4d.24xlarge", "hosts": ["algo-1"]},
+            {"instance_group_name": "cpus", "instance_type": "ml.c5.xlarge", "hosts": ["algo-2"]},
+        ],
+        "network_interface_name": "eth0",
+    }
+    assert json.loads(env["SM_RESOURCE_CONFIG"]) == config
+    assert env["SM_INPUT_CONFIG_DIR"] == str(paths.host_config_dir("algo-2"))
+    assert paths.host_config_dir("algo-2") != paths.host_config_dir("algo-1") == paths.config_dir
+    assert (env["SM_CURRENT_HOST"], env["SM_CURRENT_INSTANCE_TYPE"]) == ("algo-2", "ml.c5.xlarge")
+    assert (env["SM_CURRENT_INSTANCE_GROUP"], env["SM_CURRENT_INSTANCE_GROUP_HOSTS"]) == ("cpus", '["algo-2"]')
+    assert json.loads(env["SM_HOSTS"]) == ["algo-1", "algo-2"]
+    assert json.loads(env["SM_INSTANCE_GROUPS"]) == ["gpus", "cpus"]
+    assert json.loads(env["SM_INSTANCE_GROUPS_DICT"])["gpus"]["hosts"] == ["algo-1"]
+    assert (env["SM_DISTRIBUTION_INSTANCE_GROUPS"], env["SM_IS_HETERO"]) == ('["gpus"]', "true")
+    training_env = json.loads(env["SM_TRAINING_ENV"])
+    assert (training_env["master_hostname"], training_env["is_master"]) == ("algo-1", False)
+    assert training_env["current_instance_group"] == "cpus"
 
 
 def test_a_failure_reason_keeps_the_last_lines_within_the_limit(tmp_path: Path) -> None:

@@ -138,6 +138,15 @@ def test_a_wrong_type_names_the_field_as_the_queue_does_too() -> None:
             "not both",
         ),
         (
+            changed(
+                ResourceConfig={
+                    "KeepAlivePeriodInSeconds": 600,
+                    "InstanceGroups": [{"InstanceGroupName": "a", "InstanceType": "ml.g5.xlarge", "InstanceCount": 1}],
+                }
+            ),
+            "warm pools",
+        ),
+        (
             changed(ResourceConfig={"InstanceType": "ml.g5.xlarge", "InstanceCount": 0}),
             (
                 "Value '0' at 'resourceConfig.instanceCount' failed to satisfy constraint: Member must have value greater "

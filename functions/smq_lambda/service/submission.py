@@ -4,8 +4,8 @@ Everything is checked before anything is written, so a refused request leaves th
 First the request must fit SageMaker's own CreateTrainingJob shape, every constraint of botocore's model
 (domain/request_shape.py, which the local SageMaker service uses too): what SageMaker would refuse hours
 later is refused now. Then the queue's own rules: the members a job on instances needs, what SageMaker
-checks beyond the shape and the queue relies on (an image or algorithm, one instance type per group,
-unique group and tag names), the roles the deployment allows, the tags the queue reserves, the priority
+checks beyond the shape and the queue relies on (an image or algorithm, unique tag names, and its rules
+for instance groups: domain/instance_groups.py), the roles the deployment allows, the tags the queue reserves, the priority
 tag, the team tag (its key configured: `config.teams.tag`; with quotas it must name a configured team),
 the `smq:expected-duration` tag, and scheduling rule 4 (a job that names no pool while unpooled
 instance types are rejected, or needs more instances than its pool holds, could never run).
@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 from smq_lambda.domain.access import AccessPolicy
 from smq_lambda.domain.budgets import BUDGET_OVERRIDE_TAG, BUDGET_OVERRIDE_VALUE
 from smq_lambda.domain.durations import EXPECTED_DURATION_TAG, parse_duration
+from smq_lambda.domain.instance_groups import RequestedGroup, requested_groups
 from smq_lambda.domain.model import (
     ATTEMPT_TAG,
     JOB_TAG,
@@ -62,8 +63,6 @@ and is far shorter; the pool becomes an index key, which DynamoDB refuses when e
 MAX_REQUEST_BYTES = 256 * 1024
 """The largest request the queue stores, measured as it is stored (compact JSON, non-ASCII escaped),
 so that with its attempt history it stays well inside DynamoDB's 400 KB item limit."""
-MAX_INSTANCE_COUNT = 10_000
-"""Far beyond any account's training quota; it bounds the numbers the queue stores and adds up."""
 RESERVED_TAG_PREFIX = "smq:"
 """The queue tags every attempt with `smq:job`, `smq:attempt` and `smq:stack`, and drops a request's
 own tags under this prefix when it starts one (adapters/sagemaker.py), so they are refused here
@@ -110,7 +109,7 @@ def new_job(
     name: str = request["TrainingJobName"]
     _check_role(request["RoleArn"], policy)
     _check_algorithm(request["AlgorithmSpecification"])
-    demand = _check_resources(request["ResourceConfig"], config)
+    demand = _check_resources(request, config)
     tags = _check_tags(request.get("Tags", ()), config)
 
     job_id = job_id or uuid.uuid4().hex
@@ -208,32 +207,16 @@ def _check_algorithm(spec: Mapping[str, Any]) -> None:
         raise _broken("AlgorithmSpecification.TrainingImage", "or AlgorithmSpecification.AlgorithmName is required")
 
 
-def _check_count(value: int, field: str) -> int:
-    if 1 <= value <= MAX_INSTANCE_COUNT:
-        return value
-    raise _broken(field, f"must be an integer from 1 to {MAX_INSTANCE_COUNT}, not {value}")
-
-
 def is_instance_type(value: str) -> bool:
     """Shaped like a SageMaker training instance type (whether SageMaker offers it is its business)."""
     return len(value) <= INSTANCE_TYPE_MAX and INSTANCE_TYPE_PATTERN.fullmatch(value) is not None
 
 
-@dataclass(frozen=True)
-class _Group:
-    """One instance group of a request (a plain ResourceConfig is one group), with the fields to blame."""
-
-    instance_type: str
-    count: int
-    type_field: str
-    count_field: str
-
-
-def _check_resources(resources: Mapping[str, Any], config: SchedulerConfig) -> dict[str, int]:
-    """The request's demand per instance type, after checking it could ever be met (rule 4)."""
-    groups = _instance_groups(resources) if "InstanceGroups" in resources else [_single_group(resources)]
+def _check_resources(request: Mapping[str, Any], config: SchedulerConfig) -> dict[str, int]:
+    """The request's demand per instance type, after SageMaker's rules for its instance groups and
+    checking it could ever be met (rule 4)."""
     demand: dict[str, int] = {}
-    for group in groups:
+    for group in requested_groups(request):
         _check_pool_exists(group, config)
         demand[group.instance_type] = demand.get(group.instance_type, 0) + group.count
         capacity = config.capacity(group.instance_type)
@@ -246,44 +229,7 @@ def _check_resources(resources: Mapping[str, Any], config: SchedulerConfig) -> d
     return demand
 
 
-def _single_group(resources: Mapping[str, Any]) -> _Group:
-    path = "ResourceConfig"
-    for member in ("InstanceType", "InstanceCount"):
-        if member not in resources:
-            raise _broken(f"{path}.{member}", f"is required (or {path}.InstanceGroups)")
-    return _Group(
-        instance_type=resources["InstanceType"],
-        count=_check_count(resources["InstanceCount"], f"{path}.InstanceCount"),
-        type_field=f"{path}.InstanceType",
-        count_field=f"{path}.InstanceCount",
-    )
-
-
-def _instance_groups(resources: Mapping[str, Any]) -> list[_Group]:
-    for member in ("InstanceType", "InstanceCount"):
-        if member in resources:
-            raise _broken(f"ResourceConfig.{member}", "cannot be given with ResourceConfig.InstanceGroups")
-    if not resources["InstanceGroups"]:
-        raise _broken("ResourceConfig.InstanceGroups", "must list at least one instance group")
-    groups: list[_Group] = []
-    names: set[str] = set()
-    for index, group in enumerate(resources["InstanceGroups"]):
-        path = f"ResourceConfig.InstanceGroups[{index}]"
-        if group["InstanceGroupName"] in names:
-            raise _broken(f"{path}.InstanceGroupName", f"{group['InstanceGroupName']} names an earlier group too")
-        names.add(group["InstanceGroupName"])
-        groups.append(
-            _Group(
-                instance_type=group["InstanceType"],
-                count=_check_count(group["InstanceCount"], f"{path}.InstanceCount"),
-                type_field=f"{path}.InstanceType",
-                count_field=f"{path}.InstanceCount",
-            )
-        )
-    return groups
-
-
-def _check_pool_exists(group: _Group, config: SchedulerConfig) -> None:
+def _check_pool_exists(group: RequestedGroup, config: SchedulerConfig) -> None:
     if group.instance_type in config.pools or config.unpooled is UnpooledPolicy.UNLIMITED:
         return
     raise _broken(

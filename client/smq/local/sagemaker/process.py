@@ -1,8 +1,10 @@
 """The `process` executor: a job's entry point as a local process under the container contract.
 
 Each attempt gets a fresh `/opt/ml` tree (as a new instance would), code, data and checkpoints
-from S3, and its own process group, so stopping it also stops whatever it spawned (torchrun
-workers, data loaders). Its output goes line by line to CloudWatch Logs.
+from S3. Each host (one per instance group: contract.py) runs the entry point in its own process
+group, so stopping it also stops whatever it spawned (torchrun workers, data loaders), and sends its
+output line by line to its own CloudWatch Logs stream. As on SageMaker, training ends when every host
+has exited, or as soon as one fails, which stops the others.
 
 A local process has no GPU to measure, so while it trains every host reports the
 `GPUUtilization` its request's `Environment["SMQ_LOCAL_GPU_UTILIZATION"]` names (percent; default
@@ -24,6 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -49,7 +52,6 @@ FAILURE_REASON_LIMIT = 1024  # the FailureReason shape's maximum length
 GPU_UTILIZATION_VARIABLE = "SMQ_LOCAL_GPU_UTILIZATION"
 _TAIL_LINES = 20
 _PUMP_JOIN_SECONDS = 5.0
-_ONLY_EXITED = frozenset(s for s in Signal if s is not Signal.EXITED)
 
 logger = logging.getLogger(__name__)
 
@@ -98,42 +100,24 @@ class ProcessExecutor:
 
     def train(self, run: JobRun) -> TrainResult:
         command = contract.entry_command(run.request, self._python)
-        env = {
-            **self._base_env,
-            **run.request.get("Environment", {}),
-            **contract.container_env(run.paths, run.request, job_arn=run.arn),
-        }
-        stream_name = f"{run.name}/{contract.HOST}-{int(time.time())}"
-        stream = LogStream(self._aws.client("logs"), stream_name, run.paths.log_file)
+        cluster = contract.hosts(run.request)
+        processes = _Cluster(run, len(cluster))
         try:
-            process = subprocess.Popen(
-                command,
-                cwd=run.paths.code_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            stream.close()
-            raise JobFailure(f"AlgorithmError: cannot start {command[0]}: {exc}") from exc
-        tail: deque[str] = deque(maxlen=_TAIL_LINES)
-        pump = threading.Thread(target=_pump, args=(process, stream, tail), daemon=True, name=f"output-{run.name}")
-        waiter = threading.Thread(target=_wait, args=(process, run), daemon=True, name=f"wait-{run.name}")
-        pump.start()
-        waiter.start()
-        try:
-            ended_by = self._supervise(run, process)
+            for host in cluster:
+                env = {
+                    **self._base_env,
+                    **run.request.get("Environment", {}),
+                    **contract.container_env(run.paths, run.request, job_arn=run.arn, host=host),
+                }
+                processes.start(host, command, env, self._aws.client("logs"))
+            ended_by = self._supervise(run, processes)
+            failed = processes.first_failure()
         finally:
-            _signal_group(process.pid, signals.SIGKILL)  # what outlived the entry point
-            waiter.join()
-            pump.join(timeout=_PUMP_JOIN_SECONDS)
-            stream.close()
-        code = process.returncode
-        if ended_by is not None or code == 0:
-            return TrainResult(ended_by=ended_by, exit_code=code)
-        return TrainResult(exit_code=code, failure_reason=failure_reason(run.paths, code, list(tail), command))
+            processes.close()  # SIGKILL what outlived the entry points
+        if ended_by is not None or failed is None:
+            return TrainResult(ended_by=ended_by, exit_code=processes.first_exit_code())
+        code = failed.process.returncode
+        return TrainResult(exit_code=code, failure_reason=failure_reason(run.paths, code, list(failed.tail), command))
 
     def save_checkpoints(self, run: JobRun) -> None:
         checkpoint = run.request.get("CheckpointConfig")
@@ -159,9 +143,9 @@ class ProcessExecutor:
             raise JobFailure(f"ClientError: Unable to upload the model artifacts: {exc}") from exc
         return join_s3_uri(output, "model.tar.gz")
 
-    def _supervise(self, run: JobRun, process: subprocess.Popen[bytes]) -> Signal | None:
-        """Wait for the process or a signal, reporting GPU utilization meanwhile; None means the
-        process ended by itself."""
+    def _supervise(self, run: JobRun, processes: _Cluster) -> Signal | None:
+        """Wait for the hosts or a signal, reporting GPU utilization meanwhile; None means the
+        hosts ended by themselves."""
         handled: set[Signal] = set()
         working = gpu_utilization(run.request)
         while True:
@@ -173,13 +157,13 @@ class ProcessExecutor:
             if signal is Signal.EXITED:
                 return None
             if signal is Signal.HANG:
-                _signal_group(process.pid, signals.SIGSTOP)
+                processes.signal(signals.SIGSTOP)
                 handled.add(Signal.HANG)
             elif signal is Signal.FAIL:
-                _signal_group(process.pid, signals.SIGKILL)
+                processes.signal(signals.SIGKILL)
                 return signal
             else:
-                _terminate(run, process)
+                _terminate(run, processes)
                 return signal
 
     def _fetch_code(self, uri: str, paths: contract.JobPaths) -> None:
@@ -231,12 +215,86 @@ def failure_reason(paths: contract.JobPaths, exit_code: int, tail: list[str], co
     return head + lines + end
 
 
-def _terminate(run: JobRun, process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the whole group, SIGKILL once the grace period is over."""
-    _signal_group(process.pid, signals.SIGTERM)
-    if run.control.wait(run.stop_grace, _ONLY_EXITED) is None:
+@dataclass
+class _HostProcess:
+    """One host's entry point: its process, its log stream and its last lines of output."""
+
+    process: subprocess.Popen[bytes]
+    stream: LogStream
+    tail: deque[str]
+    threads: tuple[threading.Thread, ...]
+
+
+class _Cluster:
+    """The processes of one attempt, one per host. Each host's waiter raises EXITED on the job when
+    the last host has exited or as soon as one fails."""
+
+    def __init__(self, run: JobRun, count: int) -> None:
+        self._run = run
+        self.hosts: list[_HostProcess] = []
+        self._running = count
+        self._lock = threading.Lock()
+        self.all_exited = threading.Event()
+
+    def start(self, host: contract.Host, command: list[str], env: dict[str, str], logs: Any) -> None:
+        run = self._run
+        stream = LogStream(logs, f"{run.name}/{host.name}-{int(time.time())}", run.paths.log_file(host.name))
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=run.paths.code_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            stream.close()
+            raise JobFailure(f"AlgorithmError: cannot start {command[0]} on {host.name}: {exc}") from exc
+        tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        pump = threading.Thread(target=_pump, args=(process, stream, tail), daemon=True, name=f"output-{run.name}")
+        waiter = threading.Thread(target=self._wait, args=(process,), daemon=True, name=f"wait-{run.name}")
+        self.hosts.append(_HostProcess(process, stream, tail, (waiter, pump)))
+        pump.start()
+        waiter.start()
+
+    def signal(self, signal: signals.Signals) -> None:
+        for host in self.hosts:
+            _signal_group(host.process.pid, signal)
+
+    def first_failure(self) -> _HostProcess | None:
+        """The first host that has exited with an error, if any."""
+        return next((host for host in self.hosts if host.process.returncode not in (None, 0)), None)
+
+    def first_exit_code(self) -> int | None:
+        return self.hosts[0].process.returncode if self.hosts else None
+
+    def close(self) -> None:
+        self.signal(signals.SIGKILL)
+        for host in self.hosts:
+            waiter, pump = host.threads
+            waiter.join()
+            pump.join(timeout=_PUMP_JOIN_SECONDS)
+            host.stream.close()
+
+    def _wait(self, process: subprocess.Popen[bytes]) -> None:
+        process.wait()
+        with self._lock:
+            self._running -= 1
+            last = self._running == 0
+        if last:
+            self.all_exited.set()
+        if last or process.returncode != 0:
+            self._run.control.raise_signal(Signal.EXITED)
+
+
+def _terminate(run: JobRun, processes: _Cluster) -> None:
+    """SIGTERM to every host's group, SIGKILL once the grace period is over."""
+    processes.signal(signals.SIGTERM)
+    if not processes.all_exited.wait(run.stop_grace):
         logger.info("%s ignored SIGTERM for %.1f s; killing it", run.name, run.stop_grace)
-        _signal_group(process.pid, signals.SIGKILL)
+        processes.signal(signals.SIGKILL)
 
 
 def _signal_group(group: int, signal: signals.Signals) -> None:
@@ -251,8 +309,3 @@ def _pump(process: subprocess.Popen[bytes], stream: LogStream, tail: deque[str])
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             tail.append(line)
             stream.write(line)
-
-
-def _wait(process: subprocess.Popen[bytes], run: JobRun) -> None:
-    process.wait()
-    run.control.raise_signal(Signal.EXITED)

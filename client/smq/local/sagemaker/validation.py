@@ -182,6 +182,8 @@ def _check_resources(resources: Mapping[str, Any]) -> None:
     groups = resources.get("InstanceGroups", [])
     if groups and "InstanceType" in resources:
         raise ValidationError("ResourceConfig takes either InstanceType and InstanceCount or InstanceGroups, not both.")
+    if groups and "KeepAlivePeriodInSeconds" in resources:
+        raise ValidationError("Managed warm pools (KeepAlivePeriodInSeconds) are not supported with InstanceGroups.")
     problems = Problems()
     members = [(f"resourceConfig.instanceGroups.{i + 1}.member", group) for i, group in enumerate(groups)] or [
         ("resourceConfig", resources)
