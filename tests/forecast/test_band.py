@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pytest
@@ -27,7 +28,7 @@ def learned(*seconds: float, name: str = "train-1") -> DurationHistory:
 
 
 FAMILY = learned(600, 800, 1000, 1200, 1400)
-"""Quartiles 800, 1000, 1200 for the `train` family."""
+"""5th, 50th and 95th percentiles 640, 1000, 1360 for the `train` family."""
 
 
 def offsets(estimate) -> tuple[float | None, float | None, float | None]:  # type: ignore[no-untyped-def]
@@ -36,12 +37,12 @@ def offsets(estimate) -> tuple[float | None, float | None, float | None]:  # typ
     )  # type: ignore[return-value]
 
 
-def test_behind_a_running_job_of_a_known_family_the_band_is_its_quartiles_less_what_it_trained() -> None:
+def test_behind_a_running_job_of_a_known_family_the_band_is_its_percentiles_less_what_it_trained() -> None:
     jobs = (running("train-1", started_ago_s=200), job("next", tagged_s=600))
 
     estimate = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG, FAMILY)["next"]
 
-    assert offsets(estimate) == (600, 800, 1000)
+    assert offsets(estimate) == (440, 800, 1160)
     assert estimate.kind is EstimateKind.BAND
     assert (
         estimate.assumed
@@ -58,17 +59,46 @@ def test_the_bands_of_several_jobs_ahead_add_up() -> None:
 
     estimates = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG, FAMILY)
 
-    assert offsets(estimates["train-2"]) == (800, 1000, 1200)
-    assert offsets(estimates["last"]) == (1600, 2000, 2400)
+    assert offsets(estimates["train-2"]) == (640, 1000, 1360)
+    assert offsets(estimates["last"]) == (1280, 2000, 2720)
 
 
-def test_without_history_a_max_runtime_is_a_ceiling() -> None:
-    jobs = (running("train-1", max_runtime_s=3600, started_ago_s=600), job("next"))
+def test_without_history_a_max_runtime_is_a_ceiling_whose_band_starts_now() -> None:
+    """At most 50 min: the job ahead may end at any moment before its MaxRuntimeInSeconds."""
+    jobs = (
+        running("train-1", max_runtime_s=3600, started_ago_s=600),
+        job("train-2", max_runtime_s=3600, submitted_at=later(0)),
+        job("next", submitted_at=later(1)),
+    )
+
+    estimates = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG)
+
+    assert offsets(estimates["train-2"]) == (0, 3000, 3000)
+    assert offsets(estimates["next"]) == (0, 6600, 6600)
+    assert {estimates[name].kind for name in ("train-2", "next")} == {EstimateKind.CEILING}
+
+
+def test_a_ceiling_behind_a_tagged_job_starts_no_earlier_than_the_tag_allows() -> None:
+    jobs = (
+        running("r", tagged_s=1200, started_ago_s=0),
+        job("m", max_runtime_s=3600, submitted_at=later(0)),
+        job("next", submitted_at=later(1)),
+    )
 
     estimate = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG)["next"]
 
-    assert offsets(estimate) == (3000, 3000, 3000)
+    assert offsets(estimate) == (1200, 4800, 4800)
     assert estimate.kind is EstimateKind.CEILING
+
+
+def test_a_family_seen_once_gives_its_likely_duration_within_all_it_can_take() -> None:
+    once = learned(1000)
+    jobs = (running("train-1", max_runtime_s=3600, started_ago_s=200), job("next", tagged_s=60))
+
+    estimate = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG, once)["next"]
+
+    assert offsets(estimate) == (0, 800, 3400)
+    assert estimate.kind is EstimateKind.BAND
 
 
 def test_tags_alone_give_a_point() -> None:
@@ -80,16 +110,22 @@ def test_tags_alone_give_a_point() -> None:
     assert estimate.kind is EstimateKind.POINT
 
 
-def test_an_overrunning_job_of_a_family_still_runs_a_minute() -> None:
+def test_a_job_that_outran_its_family_likely_runs_a_minute_more_and_at_most_to_its_max_runtime() -> None:
+    left = remaining(running("train-1", max_runtime_s=9000, started_ago_s=5000), NOW, FAMILY)
+
+    assert (left.low_s, left.likely_s, left.high_s, left.basis) == (60, 60, 4000, Basis.FAMILY)
+
+
+def test_without_a_max_runtime_a_job_that_outran_its_band_has_no_late_end() -> None:
     left = remaining(running("train-1", started_ago_s=5000), NOW, FAMILY)
 
-    assert (left.low_s, left.likely_s, left.high_s, left.basis) == (60, 60, 60, Basis.FAMILY)
+    assert (left.low_s, left.likely_s, left.high_s) == (60, 60, math.inf)
 
 
 def test_a_running_learned_job_is_capped_by_what_its_attempt_has_left() -> None:
     left = remaining(running("train-1", max_runtime_s=1000, started_ago_s=100), NOW, FAMILY)
 
-    assert (left.low_s, left.likely_s, left.high_s) == (700, 900, 900)
+    assert (left.low_s, left.likely_s, left.high_s) == (540, 900, 900)
 
 
 @pytest.mark.parametrize(
@@ -187,20 +223,46 @@ def test_the_point_case_replays_once() -> None:
     [
         pytest.param(running("train-1", started_ago_s=200), id="a stop the replay sends"),
         pytest.param(job("train-1", state=JobState.PREEMPTING, started_ago_s=200), id="a stop in flight"),
+        pytest.param(running("tagged", tagged_s=3600, started_ago_s=200), id="a stop of a job of known duration"),
     ],
 )
-def test_a_stop_lands_at_once_at_the_early_end_and_after_a_minute_at_the_others(ahead) -> None:  # type: ignore[no-untyped-def]
+def test_a_stop_lands_at_once_early_after_a_minute_likely_and_after_sagemakers_two_late(ahead) -> None:  # type: ignore[no-untyped-def]
     jobs = (ahead, job("urgent", priority=9))
 
     estimate = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG, FAMILY)["urgent"]
 
-    assert offsets(estimate) == (0, 60, 60)
+    assert offsets(estimate) == (0, 60, 120)
 
 
 def test_a_short_job_that_overran_its_band_is_given_a_tenth_of_it_more() -> None:
     short = learned(10, 10, 10, name="quick-1")
-    jobs = (running("quick-1", started_ago_s=30), job("next", tagged_s=60))
+    jobs = (running("quick-1", max_runtime_s=600, started_ago_s=30), job("next", tagged_s=60))
 
     estimate = estimate_starts(Snapshot(jobs=jobs), NOW, CONFIG, short)["next"]
 
-    assert offsets(estimate) == (1, 1, 1)
+    assert offsets(estimate) == (1, 1, 570)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(60, 8000), st.booleans()), max_size=7),
+)
+def test_behind_ceilings_alone_the_earliest_start_is_now(
+    capacity: int, drafts: list[tuple[int, int, int, bool]]
+) -> None:
+    """Every job known only by its MaxRuntimeInSeconds may end at once, so "at most" starts now."""
+    jobs, used = [], 0
+    for index, (priority, instances, max_runtime_s, live) in enumerate(drafts):
+        fields = {"priority": priority, "instances": min(instances, capacity), "max_runtime_s": max_runtime_s}
+        if live and used + min(instances, capacity) <= capacity:
+            used += min(instances, capacity)
+            jobs.append(running(f"r-{index}", started_ago_s=30, **fields))  # type: ignore[arg-type]
+        else:
+            jobs.append(job(f"p-{index}", submitted_at=later(index), **fields))  # type: ignore[arg-type]
+
+    estimates = estimate_starts(Snapshot(jobs=tuple(jobs)), NOW, SchedulerConfig(pools={P5: capacity}))
+
+    for estimate in estimates.values():
+        assert estimate.earliest == NOW
+        assert estimate.kind in (EstimateKind.CEILING, EstimateKind.POINT)

@@ -67,7 +67,7 @@ def test_a_job_behind_one_of_a_known_family_is_given_a_band() -> None:
     assert started is not None
     assert [
         (moment - started.started_at).total_seconds() for moment in (estimate.earliest, estimate.at, estimate.latest)
-    ] == [550, 600, 650]
+    ] == [510, 600, 690]
     assert {key.level for key in durations.loads[-1]} == set(Level), "the pass loads the keys of the jobs it estimates"
 
 

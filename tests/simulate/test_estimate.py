@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -285,12 +286,8 @@ def test_backfill_starts_a_small_job_beside_a_waiting_head() -> None:
         (running("r", tagged_s=2 * HOUR, started_ago_s=1800), 1.5 * HOUR, Basis.TAG),
         (job("p", tagged_s=3 * HOUR, trained_s=[HOUR, 1800]), 1.5 * HOUR, Basis.TAG),
         (running("p", tagged_s=3 * HOUR, trained_s=[HOUR], started_ago_s=1800), 1.5 * HOUR, Basis.TAG),
-        (running("m", max_runtime_s=HOUR, started_ago_s=1800), 1800, Basis.MAX_RUNTIME),
-        (job("m", max_runtime_s=HOUR, trained_s=[1800]), HOUR, Basis.MAX_RUNTIME),
         (job("both", tagged_s=600, max_runtime_s=HOUR), 600, Basis.TAG),
         (job("neither"), float("inf"), Basis.UNKNOWN),
-        (running("over", tagged_s=60, started_ago_s=HOUR), 6, Basis.TAG),
-        (running("long over", tagged_s=2 * HOUR, started_ago_s=3 * HOUR), 60, Basis.TAG),
         (running("nearly done", tagged_s=20, started_ago_s=19), 2, Basis.TAG),
     ],
 )
@@ -298,6 +295,35 @@ def test_remaining(candidate: Job, seconds: float, basis: Basis) -> None:
     left = remaining(candidate, NOW)
 
     assert (left.low_s, left.likely_s, left.high_s, left.basis) == (seconds, seconds, seconds, basis)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "seconds"),
+    [
+        (running("m", max_runtime_s=HOUR, started_ago_s=1800), 1800),
+        (job("m", max_runtime_s=HOUR, trained_s=[1800]), HOUR),
+    ],
+)
+def test_a_max_runtime_remains_at_most_what_the_attempt_has_left(candidate: Job, seconds: float) -> None:
+    left = remaining(candidate, NOW)
+
+    assert (left.low_s, left.likely_s, left.high_s, left.basis) == (0, seconds, seconds, Basis.MAX_RUNTIME)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "seconds"),
+    [
+        (running("over", tagged_s=60, max_runtime_s=4 * HOUR, started_ago_s=HOUR), (6, 6, 3 * HOUR)),
+        (running("long over", tagged_s=2 * HOUR, max_runtime_s=4 * HOUR, started_ago_s=3 * HOUR), (60, 60, HOUR)),
+        (running("over, no max", tagged_s=60, started_ago_s=HOUR), (6, 6, math.inf)),
+    ],
+)
+def test_a_job_that_overran_its_tag_runs_a_tenth_of_it_more_at_most_a_minute_and_at_worst_to_its_max_runtime(
+    candidate: Job, seconds: tuple[float, float, float]
+) -> None:
+    left = remaining(candidate, NOW)
+
+    assert (left.low_s, left.likely_s, left.high_s) == seconds
 
 
 def test_bounded_a_thousand_pending_jobs_stop_at_max_jobs() -> None:

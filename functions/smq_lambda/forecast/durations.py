@@ -8,10 +8,13 @@ completed jobs most like it, looked up at three levels, the most specific first:
 2. owner-pool: the same owner and pool;
 3. pool: anyone's jobs in the pool.
 
-The first level with at least MIN_SAMPLES durations gives a band: its 25th, 50th and 75th
-percentiles (low, likely, high), each capped by the job's MaxRuntimeInSeconds, since SageMaker
-stops an attempt then. With no history, MaxRuntimeInSeconds is the only bound: a ceiling, not a
-guess (`Basis.MAX_RUNTIME`). A tag is the user's own statement, a point (low = likely = high).
+The first level with at least MIN_SAMPLES durations gives a band: its BAND_PERCENTILES (low,
+likely, high), each capped by the job's MaxRuntimeInSeconds, since SageMaker stops an attempt then.
+When no level has that many, the most specific one with any gives the likely duration (their
+median) but no spread: the band is everything the job can take, 0 to MaxRuntimeInSeconds. With no
+history at all, MaxRuntimeInSeconds is the only bound: a ceiling, not a guess (`Basis.MAX_RUNTIME`,
+likely = high = MaxRuntimeInSeconds, low = 0, since the job may end at any moment before). A tag is
+the user's own statement, a point (low = likely = high).
 
 A duration is a completed job's total training: the wall-clock time its attempts held their
 instances, resumed attempts included (see service/duration_history.py), since that is what the
@@ -32,12 +35,17 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 FAMILY_TAG = "smq:family"
 """The tag that names a job's family outright (kept as `Job.family` at submission)."""
 MAX_SAMPLES = 50
-"""Durations a summary keeps, the most recent: enough for quartiles, small enough for one item."""
+"""Durations a summary keeps, the most recent: enough for the band's percentiles, small enough for one item."""
 MAX_COUNTED_JOBS = 50
 """Job ids a summary remembers having counted, so a repeated completion report adds nothing."""
 MIN_SAMPLES = 3
 """Durations a level needs before its percentiles are trusted; below that, the next level."""
-BAND_PERCENTILES = (25.0, 50.0, 75.0)
+BAND_PERCENTILES = (5.0, 50.0, 95.0)
+"""Low, likely and high. A wait often ends with one job's end, so a band as wide as the durations'
+interquartile range holds at best half the starts; and a start also moves with what the replay does
+not foresee (new jobs of higher priority, work redone after a stop), so each duration's range must
+hold more than the share of starts wanted (0.8): the 10th-90th percentiles held 0.66-0.83 of the
+starts in simulation, the 5th-95th 0.73-0.84 (docs/benchmarks.md, before the late end's overrun)."""
 RESUMING_OUTCOMES = frozenset(
     {AttemptOutcome.PREEMPTED, AttemptOutcome.SPOT_FALLBACK, AttemptOutcome.INFRASTRUCTURE_FAILURE}
 )
@@ -173,17 +181,23 @@ class DurationBand:
 
 def expected_duration(job: Job, history: DurationHistory) -> DurationBand:
     """The job's band: its tag, else the first level of `history` with MIN_SAMPLES durations,
-    capped by MaxRuntimeInSeconds, else MaxRuntimeInSeconds as a ceiling (see the module)."""
+    capped by MaxRuntimeInSeconds, else the first with fewer (its median, within 0 to the cap),
+    else MaxRuntimeInSeconds as a ceiling (see the module)."""
     if job.expected_duration_s is not None:
         tagged = float(job.expected_duration_s)
         return DurationBand(tagged, tagged, tagged, Basis.TAG)
     cap = math.inf if job.max_runtime_s is None else float(job.max_runtime_s)
-    for key in keys_for(job):
-        summary = history.get(key)
-        if summary is not None and len(summary.seconds) >= MIN_SAMPLES:
+    summaries = [(key, summary) for key in keys_for(job) if (summary := history.get(key)) and summary.seconds]
+    for key, summary in summaries:
+        if len(summary.seconds) >= MIN_SAMPLES:
             low, likely, high = (min(summary.percentile(q), cap) for q in BAND_PERCENTILES)
             return DurationBand(low, likely, high, Basis(key.level.value), len(summary.seconds))
-    return DurationBand(cap, cap, cap, Basis.UNKNOWN if math.isinf(cap) else Basis.MAX_RUNTIME)
+    if summaries:
+        key, summary = summaries[0]
+        return DurationBand(0.0, min(summary.percentile(50.0), cap), cap, Basis(key.level.value), len(summary.seconds))
+    if math.isinf(cap):
+        return DurationBand(cap, cap, cap, Basis.UNKNOWN)
+    return DurationBand(0.0, cap, cap, Basis.MAX_RUNTIME)
 
 
 def trained_before(job: Job) -> float:

@@ -3,12 +3,15 @@ with the real scheduling code (see `queue_replay` for what a replay assumes), th
 every job's remaining training at the low, likely and high end of its duration band.
 
 A job's duration band (forecast/durations.py): its `smq:expected-duration` tag (a point), else the
-quartiles of similar completed jobs (same owner and family, same owner and pool, same pool),
-capped by its MaxRuntimeInSeconds, else MaxRuntimeInSeconds alone (a ceiling), else unknown.
+5th-95th percentiles of similar completed jobs (same owner and family, same owner and pool, same
+pool), capped by its MaxRuntimeInSeconds, else MaxRuntimeInSeconds alone (a ceiling: the job ends
+at the latest then, at the earliest at once), else unknown. So a start that waits only on ceilings
+is told "at most": its band runs from now to the ceiling.
 
 How long a job still needs, at each end of its band: the band less the training it has already
 done; a job that overran it is given a tenth of that duration more, at most MIN_REMAINING_S (so a
-one-minute job is not assumed to need another minute, nor a day-long one to end at once). The
+one-minute job is not assumed to need another minute, nor a day-long one to end at once), except at
+the high end: a job that outran even that is bounded only by its MaxRuntimeInSeconds. The
 training done is the time since
 its current attempt started, and for a job that waits again after a preemption, a spot fallback or
 an infrastructure failure, its earlier attempts (started to ended) as well, since it resumes from
@@ -18,13 +21,15 @@ of unknown duration never ends in the replay, so a job that needs its instances 
 None) and is told which job it waits for.
 
 A stop (a preemption in flight, or one the replay's passes send) lands DEFAULT_STOP_S after it was
-sent in the likely and late replays, at once in the early one: how long SageMaker takes to stop a
-job is not learned, and a stop can be quick (a trainer that checkpoints on SIGTERM and exits).
+sent in the likely replay, at once in the early one and SAGEMAKER_STOP_S after in the late one: how
+long SageMaker takes to stop a job is not learned; a stop can be quick (a trainer that checkpoints
+on SIGTERM and exits), and SageMaker waits at most that long after SIGTERM.
 
 The three starts are sorted, so earliest ≤ likely ≤ latest even where a shorter job ahead changes
 the order in which the jobs behind it start; each is at or after the pass (`now`), and a job with
 room now starts at the replay's first pass, `now`, in all three. When every duration is a point,
-one replay gives all three.
+and no stop is in flight or sent, one replay gives all three; an end whose durations are all the
+likely ones (the high end of ceilings and tags) replays apart only when a stop is.
 
 Bounded cost: only the first `max_jobs` pending jobs in queue order are estimated, and only they
 and the live jobs are replayed (later jobs could only backfill beside them, or take a share as
@@ -56,9 +61,15 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 DEFAULT_HORIZON = timedelta(days=7)
 DEFAULT_MAX_JOBS = 200
 DEFAULT_MAX_EVENTS = 3_000
+SAGEMAKER_STOP_S = 120.0
+"""How long SageMaker waits after SIGTERM before it ends a stopped job (StopTrainingJob)."""
+STOP_S_BY_END = (0.0, DEFAULT_STOP_S, SAGEMAKER_STOP_S)
+"""How long a stop takes in the early, likely and late replays."""
 MIN_REMAINING_S = 60.0
 OVERRUN_SHARE = 0.1
 NO_ARRIVALS = "no new higher-priority jobs"
+STOPPING = frozenset({JobState.PREEMPTING, JobState.STOPPING})
+"""A job whose stop is in flight: it trains no more, and its instances free when the stop lands."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,7 @@ def remaining(job: Job, now: datetime, history: DurationHistory = NO_HISTORY) ->
     attempt = job.current_attempt
     current = 0.0
     if job.is_live and attempt is not None:
-        until = job.updated_at if job.state in (JobState.PREEMPTING, JobState.STOPPING) and job.updated_at else now
+        until = job.updated_at if job.state in STOPPING and job.updated_at else now
         current = max((min(until, now) - attempt.started_at).total_seconds(), 0.0)
     this_attempt = current if job.state in (JobState.STARTING, JobState.RUNNING) else 0.0
     attempt_cap = math.inf if job.max_runtime_s is None else job.max_runtime_s - this_attempt
@@ -91,6 +102,8 @@ def remaining(job: Job, now: datetime, history: DurationHistory = NO_HISTORY) ->
     low, likely, high = (
         max(min(total - done, attempt_cap), min(OVERRUN_SHARE * total, MIN_REMAINING_S)) for total in band.ends
     )
+    if done >= band.high_s:  # past what its kind takes: nothing but SageMaker's limit bounds it now
+        high = max(attempt_cap, high)
     return Remaining(low, likely, high, band.basis)
 
 
@@ -111,22 +124,16 @@ def estimate_starts(
         return {}
     jobs = (*(job for job in snapshot.jobs if job.is_live), *targets)
     left = {job.name: remaining(job, now, history) for job in jobs}
-    points = all(value.low_s == value.high_s for value in left.values())
-    replays = [
-        _replay(
-            snapshot,
-            jobs,
-            targets,
-            now,
-            config,
-            {name: value.ends[end] for name, value in left.items()},
-            stop_s=0.0 if end == 0 else DEFAULT_STOP_S,
-        )
-        for end in ((1,) if points else (0, 1, 2))
-    ]
-    for replay in replays:
+
+    def played(end: int) -> Replay:
+        durations = {name: value.ends[end] for name, value in left.items()}
+        replay = _replay(snapshot, jobs, targets, now, config, durations, stop_s=STOP_S_BY_END[end])
         replay.play(until_s=horizon.total_seconds(), max_events=max_events)
-    likely = replays[len(replays) // 2]
+        return replay
+
+    likely = played(1)
+    stops = bool(likely.counts["preemptions"]) or any(job.state in STOPPING for job in jobs)
+    replays = {1: likely, **{end: played(end) for end in _other_ends(left.values(), stops=stops)}}
     cut_short = bool(likely.waiting) and bool(likely.events) and likely.events[0][0] <= horizon.total_seconds()
     holding = likely.still_holding()
     estimates = {}
@@ -175,11 +182,20 @@ def _replay(
     )
 
 
-def _sorted_starts(replays: Sequence[Replay], name: str) -> tuple[float, float, float]:
-    """The job's start in each replay, in seconds after now, sorted (math.inf: not started); one
-    replay gives all three."""
-    starts = sorted(replay.started.get(name, math.inf) for replay in replays)
-    return (starts[0], starts[len(starts) // 2], starts[-1])
+def _other_ends(left: Iterable[Remaining], *, stops: bool) -> tuple[int, ...]:
+    """Which ends besides the likely one (0 low, 2 high) need a replay of their own: those where a
+    stop lands sooner or later than in the likely replay, or some duration differs from the likely."""
+    values = list(left)
+    low = stops or any(value.low_s != value.likely_s for value in values)
+    high = stops or any(value.high_s != value.likely_s for value in values)
+    return (*((0,) if low else ()), *((2,) if high else ()))
+
+
+def _sorted_starts(replays: Mapping[int, Replay], name: str) -> tuple[float, float, float]:
+    """The job's start at each end, in seconds after now, sorted (math.inf: not started); an end
+    without a replay of its own starts as the likely one."""
+    starts = sorted(replays.get(end, replays[1]).started.get(name, math.inf) for end in (0, 1, 2))
+    return (starts[0], starts[1], starts[2])
 
 
 def kind_of(sources: Mapping[Basis, int]) -> EstimateKind:

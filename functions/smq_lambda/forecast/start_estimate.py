@@ -16,7 +16,8 @@ class EstimateKind(StrEnum):
     POINT = "point"
     """Only the users' own expected durations (or nothing ahead): about `at`."""
     CEILING = "ceiling"
-    """Some job ahead is known only by its MaxRuntimeInSeconds: the job starts at `at` at the latest."""
+    """Some job ahead is known only by its MaxRuntimeInSeconds: the job starts at `at` at the latest
+    (`latest` is `at`), and `earliest` has every such job end at once."""
 
 
 @dataclass(frozen=True)

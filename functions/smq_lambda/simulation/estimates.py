@@ -8,8 +8,9 @@ queue order, all of them replayed), two ways in the same run:
 - `learned`: with the durations learned so far in this run, as the live queue learns them: each
   job that completes adds its total training (its attempts, started to ended, start-up included)
   to its family's, its owner's pool's and its pool's summaries (forecast/durations.py);
-- `max_runtime`: with no history, so every job ahead is taken at its MaxRuntimeInSeconds: the
-  estimates before learned durations, for comparison.
+- `max_runtime`: with no history, so every job ahead is taken at its MaxRuntimeInSeconds (a
+  ceiling: "at most", a band from its ending at once to it): the estimates before learned
+  durations, for comparison.
 
 Two sets of figures for each:
 
