@@ -149,7 +149,10 @@ class LocalStack:
                 account=ACCOUNT,
             )
             self._alarms.start()
-            self._state_file = write_state(self.workdir, self.api_url, self.sagemaker_url, self.client_env)
+            # Named before it is written: a signal that lands between the write and the assignment
+            # would otherwise leave the file behind a stopped stack.
+            self._state_file = self.workdir / STATE_FILE
+            write_state(self.workdir, self.api_url, self.sagemaker_url, self.client_env)
         except BaseException:
             self.stop()
             raise
