@@ -269,6 +269,7 @@ def test_the_plan_fails_only_the_nth_call_once_and_a_lost_answer_after_its_effec
     assert [job.name for job in store.all_jobs()] == sorted(["first", "third", *(["second"] if performed else [])])
 
 
+@pytest.mark.slow  # every call of the scenario times every fault kind: the full suite runs it
 @pytest.mark.parametrize(("number", "kind"), CASES)
 def test_after_any_one_fault_and_a_reconciliation_the_queue_holds_and_drains(number: int, kind: FaultKind) -> None:
     queue = FaultedQueue(FaultPlan(at=number, kind=kind))

@@ -103,6 +103,7 @@ def test_the_four_job_run_renders(tmp_path: Path) -> None:
     assert png_size(path) == (round(WIDTH_IN * DPI), round(figure_height(2) * DPI))
 
 
+@pytest.mark.slow  # renders a 300-job chart: the full suite runs it
 def test_three_hundred_jobs_render_taller(tmp_path: Path) -> None:
     result = big_run()
     outcomes = {segment.outcome for segment in result.segments}
