@@ -7,13 +7,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
-from smq_lambda.adapters.price_list import PRICING_ENDPOINT, SageMakerPriceList
+from smq_lambda.adapters.price_list import SageMakerPriceList
 from smq_lambda.errors import ServiceUnavailable
 
-from tests.support.price_list import REGION, product
+from tests.support.price_list import REGION, product, stubbed_price_list
 
 FILTERS = [
     {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "ML Instance"},
@@ -36,11 +35,8 @@ def request(next_token: str | None = None) -> dict[str, Any]:
 
 @pytest.fixture
 def stubbed() -> Iterator[tuple[SageMakerPriceList, Stubber]]:
-    client = boto3.client(
-        "pricing", region_name=PRICING_ENDPOINT, aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    with Stubber(client) as stubber:
-        yield SageMakerPriceList(client), stubber
+    with stubbed_price_list() as (price_list, stubber):
+        yield price_list, stubber
         stubber.assert_no_pending_responses()
 
 

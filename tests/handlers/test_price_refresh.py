@@ -11,14 +11,14 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
-from smq_lambda.adapters.price_list import PRICING_ENDPOINT, SageMakerPriceList
+from smq_lambda.adapters.price_list import SageMakerPriceList
 from smq_lambda.adapters.price_source import DynamoRefreshedPrices
 from smq_lambda.domain.prices_in_force import RefreshedPrices
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.handlers.price_refresh import NoPricesFound, refresh
 
 from tests.support.aws import REGION, create_queue_table, use_test_credentials
-from tests.support.price_list import product
+from tests.support.price_list import product, stubbed_price_list
 
 NOW = datetime(2026, 11, 26, 6, tzinfo=UTC)
 EARLIER = RefreshedPrices({"ml.p3.2xlarge": 3.825}, REGION, datetime(2026, 11, 25, 6, tzinfo=UTC))
@@ -36,11 +36,8 @@ def stored(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoRefreshedPrices]:
 
 @pytest.fixture
 def pricing() -> Iterator[tuple[SageMakerPriceList, Stubber]]:
-    client = boto3.client(
-        "pricing", region_name=PRICING_ENDPOINT, aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    with Stubber(client) as stubber:
-        yield SageMakerPriceList(client), stubber
+    with stubbed_price_list() as stubbed:
+        yield stubbed
 
 
 def answer(stubber: Stubber, entries: list[str]) -> None:

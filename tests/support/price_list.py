@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+from smq_lambda.adapters.price_list import PRICING_ENDPOINT, SageMakerPriceList
 
 REGION = "us-east-1"
 
@@ -64,3 +70,14 @@ def product(
             "publicationDate": "2026-11-01T00:00:00Z",
         }
     )
+
+
+@contextmanager
+def stubbed_price_list() -> Iterator[tuple[SageMakerPriceList, Stubber]]:
+    """The Price List adapter over a pricing client whose answers the test stubs (botocore checks
+    every stubbed request and response against the service model)."""
+    client = boto3.client(
+        "pricing", region_name=PRICING_ENDPOINT, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    with Stubber(client) as stubber:
+        yield SageMakerPriceList(client), stubber
