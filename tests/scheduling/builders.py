@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Attempt, Job, attempt_name
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy
@@ -83,6 +84,13 @@ class JobBuilder:
         self._job = replace(self._job, team=team)
         return self
 
+    def prefers(self, *placements: tuple[str, int]) -> JobBuilder:
+        """A flexible job: instance preferences (type, count) in order; listed under the first."""
+        self._job = replace(self._job, placements=tuple(Placement(pool, count) for pool, count in placements))
+        first_pool, first_count = placements[0]
+        self._demand = {first_pool: first_count}
+        return self
+
     def reason(self, reason: str | None) -> JobBuilder:
         self._job = replace(self._job, reason=reason)
         return self
@@ -102,15 +110,21 @@ class JobBuilder:
         self._job = replace(self._job, attempts=attempts)
         return self
 
-    def live(self, state: JobState, started_at: datetime | None = None, backfill: bool = False) -> JobBuilder:
+    def live(
+        self, state: JobState, started_at: datetime | None = None, backfill: bool = False, at: int | None = None
+    ) -> JobBuilder:
         """An open attempt in a live state, started at `started_at` (default: `number` minutes after
-        submission, like the past attempts)."""
+        submission, like the past attempts); a flexible job's at its preference `at` (from 1)."""
         number = len(self._job.attempts) + 1
+        placement = self._job.placements[at - 1] if at is not None else None
+        if placement is not None:
+            self._demand = dict(placement.demand)
         attempt = Attempt(
             number=number,
             training_job_name=attempt_name(self._job.name, self._job.job_id, number),
             started_at=started_at or self._job.submitted_at + timedelta(minutes=number),
             backfill=backfill,
+            placement=placement,
         )
         self._job = replace(self._job, state=state, attempts=(*self._job.attempts, attempt))
         return self
@@ -149,8 +163,11 @@ class QueueBuilder:
         backoff_until: datetime | None = None,
         past_attempts: int = 0,
         team: str | None = None,
+        prefers: tuple[tuple[str, int], ...] = (),
     ) -> QueueBuilder:
         builder = self._add(name, priority, needs).reason(reason).past_attempts(past_attempts).team(team)
+        if prefers:
+            builder.prefers(*prefers)
         if backoff_until is not None:
             builder.backoff(backoff_until)
         return self
@@ -165,8 +182,14 @@ class QueueBuilder:
         state: JobState = JobState.RUNNING,
         past_attempts: int = 0,
         team: str | None = None,
+        prefers: tuple[tuple[str, int], ...] = (),
+        at: int | None = None,
     ) -> QueueBuilder:
-        self._add(name, priority, needs).past_attempts(past_attempts).team(team).live(state, started_at, backfill)
+        """A live job; a flexible one (`prefers`) runs at its preference `at` (from 1)."""
+        builder = self._add(name, priority, needs).past_attempts(past_attempts).team(team)
+        if prefers:
+            builder.prefers(*prefers)
+        builder.live(state, started_at, backfill, at)
         return self
 
     def preempting(
@@ -207,7 +230,9 @@ def apply(snapshot: Snapshot, actions: Iterable[Action], now: datetime) -> Snaps
         job = jobs[action.job_name]
         match action:
             case StartJob():
-                jobs[job.name] = lifecycle.start(job, now, reason=action.reason, backfill=action.backfill)
+                jobs[job.name] = lifecycle.start(
+                    job, now, reason=action.reason, backfill=action.backfill, placement=action.placement
+                )
             case PreemptJob():
                 jobs[job.name] = lifecycle.request_stop(job, now, preempt=True, reason=action.reason)
             case ExplainWait():

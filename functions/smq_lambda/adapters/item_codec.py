@@ -7,9 +7,13 @@ Item layout (partition key `name`):
     name, job_id, state, owner, pool            S
     priority, version, start_failures           N
     submitted_at, updated_at, not_before        S  ISO 8601 UTC with `Z` (absent when None)
-    demand                                      M  {instance type: N}
+    demand                                      M  {instance type: N}: where the job is listed (a
+                                                   flexible job's first preference)
+    placements                                  L  of M (instance_type, count, pool, plans): a
+                                                   flexible job's preferences (absent when pinned)
     attempts                                    L  of M (number, training_job_name, started_at, ...):
-                                                   the most recent MAX_INLINE_ATTEMPTS only
+                                                   the most recent MAX_INLINE_ATTEMPTS only; an
+                                                   attempt of a flexible job has its `placement` (M)
     earlier_attempts                            N  attempts no longer kept in full (absent when 0)
     earlier_outcomes                            M  {outcome: N} of those (absent when empty)
     history                                     L  of M (at, by, what): notable changes, the most
@@ -73,6 +77,7 @@ from typing import Any
 
 from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Change, Job, order_key
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 
@@ -99,6 +104,7 @@ OPTIONAL_ATTRIBUTES = (
     "team",
     "family",
     "budget_override",
+    "placements",
     "expected_duration_s",
     "max_runtime_s",
     "pending_pool",
@@ -141,14 +147,15 @@ def job_order_key(job: Job) -> str:
 
 
 def to_item(job: Job, *, ttl_days: int) -> Item:
+    listed = job.listed_demand
     item: Item = {
         "name": {"S": job.name},
         "job_id": {"S": job.job_id},
         "state": {"S": str(job.state)},
         "priority": {"N": str(job.priority)},
         "submitted_at": {"S": format_time(job.submitted_at)},
-        "demand": {"M": {pool: {"N": str(count)} for pool, count in job.demand.items()}},
-        "pool": {"S": job.pool},
+        "demand": {"M": {pool: {"N": str(count)} for pool, count in listed.items()}},
+        "pool": {"S": next(iter(listed))},
         "owner": {"S": job.owner},
         "version": {"N": str(job.version)},
         "attempts": {"L": [{"M": _attempt_to_map(attempt)} for attempt in job.attempts]},
@@ -179,6 +186,8 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         item["family"] = {"S": job.family}
     if job.budget_override:
         item["budget_override"] = {"BOOL": True}
+    if job.placements:
+        item["placements"] = {"L": [{"M": _placement_to_map(placement)} for placement in job.placements]}
     if job.expected_duration_s is not None:
         item["expected_duration_s"] = {"N": str(job.expected_duration_s)}
     if job.max_runtime_s is not None:
@@ -208,16 +217,19 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
     has no request and no history. Such a summary is decided over, never written back (the
     scheduler reads the whole item by key before it writes).
     """
+    state = JobState(item["state"]["S"])
+    attempts = tuple(_attempt_from_map(entry["M"]) for entry in item["attempts"]["L"])
+    placed = attempts[-1].placement if attempts and state is not JobState.PENDING else None
     return Job(
         name=item["name"]["S"].partition(ARCHIVE_SEPARATOR)[0],
         job_id=item["job_id"]["S"],
-        state=JobState(item["state"]["S"]),
+        state=state,
         priority=int(item["priority"]["N"]),
         submitted_at=parse_time(item["submitted_at"]["S"]),
-        demand=_demand_from_item(item),
+        demand=_demand_from_item(item) if placed is None else placed.demand,
         owner=item["owner"]["S"],
         version=int(item["version"]["N"]),
-        attempts=tuple(_attempt_from_map(entry["M"]) for entry in item["attempts"]["L"]),
+        attempts=attempts,
         reason=_optional_s(item, "reason"),
         not_before=_optional_time(item, "not_before"),
         start_failures=int(item["start_failures"]["N"]),
@@ -233,6 +245,7 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         team=_optional_s(item, "team"),
         family=_optional_s(item, "family"),
         budget_override=item.get("budget_override", {}).get("BOOL", False),
+        placements=tuple(_placement_from_map(entry["M"]) for entry in item.get("placements", {"L": []})["L"]),
         expected_duration_s=_optional_n(item, "expected_duration_s"),
         max_runtime_s=_optional_n(item, "max_runtime_s"),
     )
@@ -308,6 +321,8 @@ def _attempt_to_map(attempt: Attempt) -> Item:
         entry["reason"] = {"S": bounded_text(attempt.reason)}
     if attempt.warned_at is not None:
         entry["warned_at"] = {"S": format_time(attempt.warned_at)}
+    if attempt.placement is not None:
+        entry["placement"] = {"M": _placement_to_map(attempt.placement)}
     return entry
 
 
@@ -321,6 +336,25 @@ def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
         reason=_optional_s(entry, "reason"),
         backfill=bool(entry["backfill"]["BOOL"]),
         warned_at=_optional_time(entry, "warned_at"),
+        placement=_placement_from_map(entry["placement"]["M"]) if "placement" in entry else None,
+    )
+
+
+def _placement_to_map(placement: Placement) -> Item:
+    entry: Item = {"instance_type": {"S": placement.instance_type}, "count": {"N": str(placement.count)}}
+    if placement.pool:
+        entry["pool"] = {"S": placement.pool}
+    if placement.training_plan_arns:
+        entry["plans"] = {"L": [{"S": arn} for arn in placement.training_plan_arns]}
+    return entry
+
+
+def _placement_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Placement:
+    return Placement(
+        instance_type=entry["instance_type"]["S"],
+        count=int(entry["count"]["N"]),
+        pool=_optional_s(entry, "pool") or "",
+        training_plan_arns=tuple(arn["S"] for arn in entry.get("plans", {"L": []})["L"]),
     )
 
 

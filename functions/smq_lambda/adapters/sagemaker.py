@@ -27,6 +27,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, STACK_TAG, Job
+from smq_lambda.domain.placement import pinned_request
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
@@ -107,11 +108,14 @@ def attempt_tags(job: Job, stack: str | None) -> dict[str, str]:
 
 def attempt_request(job: Job, stack: str | None = None) -> dict[str, Any]:
     """The CreateTrainingJob request of the job's current attempt: the submitted request unchanged,
-    except the attempt's name and the queue's tags (see `attempt_tags`)."""
+    except the attempt's name, the queue's tags (see `attempt_tags`) and, for a flexible job, the
+    instances pinned to the attempt's placement (domain/placement.py)."""
     attempt = job.current_attempt
     if attempt is None:
         raise ValueError(f"job {job.name!r} has no attempt to start")
     request = copy.deepcopy(dict(job.request))
+    if attempt.placement is not None:
+        request = pinned_request(request, attempt.placement)
     own_tags = [tag for tag in request.get("Tags") or () if not str(tag.get("Key", "")).startswith(QUEUE_TAG_PREFIX)]
     request["TrainingJobName"] = attempt.training_job_name
     request["Tags"] = [*own_tags, *({"Key": key, "Value": value} for key, value in attempt_tags(job, stack).items())]

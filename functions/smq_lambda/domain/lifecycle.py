@@ -21,6 +21,7 @@ from smq_lambda.domain.model import (
     with_change,
 )
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import JobState, check_transition
 
 BACKOFF_BASE = timedelta(seconds=15)
@@ -50,7 +51,11 @@ DEFAULT_RETRY_LIMITS = StartRetryLimits()
 
 
 def _advance(job: Job, target: JobState, now: datetime, **changes: Any) -> Job:
+    """`job` in state `target`; back in the queue, a flexible job is listed under its first
+    preference again (it may start at any of them)."""
     check_transition(job.state, target)
+    if target is JobState.PENDING:
+        changes.setdefault("demand", job.listed_demand)
     return replace(job, state=target, version=job.version + 1, updated_at=now, **changes)
 
 
@@ -62,20 +67,33 @@ def _close_attempt(job: Job, now: datetime, outcome: AttemptOutcome, reason: str
     return (*job.attempts[:-1], closed)
 
 
-def start(job: Job, now: datetime, *, reason: str, backfill: bool = False, nonce: str | None = None) -> Job:
+def start(
+    job: Job,
+    now: datetime,
+    *,
+    reason: str,
+    backfill: bool = False,
+    nonce: str | None = None,
+    placement: Placement | None = None,
+) -> Job:
     """pending → starting, opening the next attempt. Its SageMaker name is fixed here, with a random
     `nonce` (given only where a test wants a fixed one), and recorded with the job's conditional
     write before anything asks SageMaker to create it, so every retry of the create uses the same
     name. Only the most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts
-    them all."""
+    them all. A flexible job starts at `placement`, the one the pass chose: it holds that placement's
+    instances until it is pending again."""
+    if (placement is None) != (not job.placements):
+        raise ValueError(f"job {job.name}: a flexible job starts at a placement, a pinned one at none")
     number = job.next_attempt_number
     attempt = Attempt(
         number=number,
         training_job_name=attempt_name(job.name, new_attempt_nonce() if nonce is None else nonce, number),
         started_at=now,
         backfill=backfill,
+        placement=placement,
     )
-    return _advance(with_attempt(job, attempt), JobState.STARTING, now, reason=reason, not_before=None)
+    demand = job.demand if placement is None else placement.demand
+    return _advance(with_attempt(job, attempt), JobState.STARTING, now, reason=reason, not_before=None, demand=demand)
 
 
 def mark_running(job: Job, now: datetime) -> Job:

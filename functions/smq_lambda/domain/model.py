@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement, listing_demand, placements_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 
 PRIORITY_TAG = "priority"
@@ -56,6 +57,8 @@ class Attempt:
     warned_at: datetime | None = None
     """When the owner was warned of the attempt's low GPU utilization (`idle.warn_below_percent`):
     at most once per attempt."""
+    placement: Placement | None = None
+    """Where the pass placed a flexible job's attempt (domain/placement.py); None for a pinned job."""
 
     @property
     def is_open(self) -> bool:
@@ -118,6 +121,21 @@ class Job:
     see forecast/durations.py)."""
     budget_override: bool = False
     """Tagged `smq:budget-override` = `true` (by an admin): its team's hold budget never holds it."""
+    placements: tuple[Placement, ...] = ()
+    """A flexible job's preferences in order (domain/placement.py); () for a pinned job. `demand` is
+    then where the job is listed while pending (its first preference) and what its attempt's
+    placement holds once started."""
+
+    @property
+    def selected(self) -> Placement | None:
+        """The placement of the current (or last) attempt of a flexible job."""
+        attempt = self.current_attempt
+        return None if attempt is None else attempt.placement
+
+    @property
+    def listed_demand(self) -> Mapping[str, int]:
+        """Where the job is listed while pending: its demand, or a flexible job's first preference."""
+        return listing_demand(self.placements) if self.placements else self.demand
 
     @property
     def pool(self) -> str:
@@ -198,9 +216,12 @@ def order_key(priority: int, submitted_at: datetime, name: str) -> str:
 def demand_of(request: Mapping[str, Any]) -> dict[str, int]:
     """Instances per instance type a request needs, in the order its groups name them.
 
-    A heterogeneous request (`ResourceConfig.InstanceGroups`) needs instances in every pool it names.
-    The request is assumed validated (see the submission rules).
+    A heterogeneous request (`ResourceConfig.InstanceGroups`) needs instances in every pool it names;
+    a flexible one (`InstancePreferences`) is listed under its first preference. The request is
+    assumed validated (see the submission rules).
     """
+    if placements := placements_of(request):
+        return listing_demand(placements)
     resources = request["ResourceConfig"]
     groups = resources.get("InstanceGroups")
     if groups:

@@ -189,7 +189,9 @@ class VirtualQueue:
         if job.state is not JobState.PENDING or not fits(job.demand, free):
             self.counts["refused_starts"] += 1
             return False
-        started = lifecycle.start(job, self._now(), reason=action.reason, backfill=action.backfill)
+        started = lifecycle.start(
+            job, self._now(), reason=action.reason, backfill=action.backfill, placement=action.placement
+        )
         self.jobs[job.name] = started
         progress = self.progress[job.name]
         if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from smq_lambda.domain.placement import Placement
+
 
 @dataclass(frozen=True)
 class StartJob:
@@ -13,6 +15,8 @@ class StartJob:
     attempt: int
     reason: str
     backfill: bool = False
+    placement: Placement | None = None
+    """Where a flexible job starts (the placement phase chose it); None for a pinned job."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ what was decided) unless the borrowers may change what it can have:
   lends idle quota in its pools (or its head waits for them), else at once.
 
 Without quotas no other team lends, so every job is decided in the walk, in queue order.
+
+A flexible job is first placed (`placement`, phase 2b): the walk decides it at the placement chosen,
+or the placement phase decides it waits in every pool it prefers.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import backfill, borrowing, nomination
+from smq_lambda.scheduling import backfill, borrowing, nomination, placement
 from smq_lambda.scheduling.pass_state import PassState
 
 
@@ -42,8 +45,11 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
     """Walk `pending` in queue order, deciding each job or leaving it, in order, to the phase named."""
     later: dict[Later, list[Job]] = {Later.BORROW: [], Later.BACKFILL: []}
     borrowers: set[str] = set()
-    for job in pending:
-        if state.skip(job):
+    for waiting in pending:
+        if state.skip(waiting):
+            continue
+        job = placement.place(state, waiting)
+        if job is None:
             continue
         team = state.ledger.team(job)
         lent_to = state.ledger.lent_to(team, job.demand)

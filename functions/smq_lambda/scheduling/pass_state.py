@@ -9,6 +9,7 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.aging import Boost
@@ -44,11 +45,14 @@ class PassState:
         self.budgets = BudgetBook.of(snapshot, now, config.budgets)
         self.budget_held: set[str] = set()
         """Jobs their team's hold budget sets aside in this pass (`budget_hold`)."""
+        self.placed: dict[str, tuple[int, Placement]] = {}
+        """Per flexible job decided in this pass, the placement the placement phase chose for it
+        (numbered from 1 in the job's order): where it starts, if it does."""
 
     def skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing: larger
         than their pool or in start backoff (`skips.skip_rule`, which the API applies too), or
-        larger than their team may ever hold."""
+        larger than their team may ever hold (a flexible job: see the placement phase)."""
         match skip_rule(job, self.now, self.ledger.capacity):
             case TooLarge(pool):
                 view = self.view(pool, job.demand[pool])
@@ -57,7 +61,10 @@ class PassState:
             case InBackoff(until):
                 self.explain(job, reasons.backoff(until, _refusal(job)))
                 return True
-        return self._beyond_reach(job) or self.held_by_budget(job)
+        if not job.placements and (why := self.beyond_reach(job)) is not None:
+            self.explain(job, why)
+            return True
+        return self.held_by_budget(job)
 
     def held_by_budget(self, job: Job) -> bool:
         """Its team's hold budget does not cover `job` at this point of the pass (`budget_hold`):
@@ -70,10 +77,11 @@ class PassState:
             self._unhead(job)
         return held is not None
 
-    def _beyond_reach(self, job: Job) -> bool:
-        """A job larger than its team may ever hold (its quota, plus what it may borrow: up to its
-        borrow limit, never the quota of teams that reserve theirs). Without quotas the unassigned
-        group's reach is the whole pool, which `skip_rule` checked."""
+    def beyond_reach(self, job: Job) -> str | None:
+        """Why `job` is larger than its team may ever hold (its quota, plus what it may borrow: up to
+        its borrow limit, never the quota of teams that reserve theirs); None when it is not. Without
+        quotas the unassigned group's reach is the whole pool, which `skip_rule` checked. A flexible
+        job's placements are checked one by one by the placement phase."""
         teams = self.config.teams
         team = self.ledger.team(job)
         sharing, limit = teams.sharing(team), teams.borrow_limit(team)
@@ -92,9 +100,8 @@ class PassState:
             elif limit is not None:
                 reach = min(reach, quota + limit)
             if need > reach:
-                self.explain(job, quota_reasons.beyond_reach(team, pool, need, reach))
-                return True
-        return False
+                return quota_reasons.beyond_reach(team, pool, need, reach)
+        return None
 
     def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
         """Start `job`: it takes its instances and holds back nothing. With quotas a later phase may
@@ -103,7 +110,12 @@ class PassState:
         if self.held_by_budget(job):
             return
         team = self.ledger.team(job)
-        self.actions.append(StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill))
+        index, placement = self.placed.get(job.name, (0, None))
+        if placement is not None:
+            reason = f"{reason}; {reasons.placed(index, len(job.placements), placement.describe())}"
+        self.actions.append(
+            StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill, placement=placement)
+        )
         self.budgets.commit(job)
         self.ledger.take(job.demand, team)
         self._unhead(job)

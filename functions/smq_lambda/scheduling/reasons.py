@@ -109,3 +109,28 @@ def preempted(head: str, head_priority: int, priority: int, shortfall: Mapping[s
     if reclaimed:
         return f"backfilled; reclaimed by {head}, which is ahead of it in the queue and lacks {needs}"
     return f"preempted for {head} (priority {head_priority} > {priority}), which lacks {needs}"
+
+
+def no_placement(whys: Sequence[str]) -> str:
+    """A flexible job that no placement fits or can be made to fit: why not, placement by placement."""
+    return f"waits for any of its {count(len(whys), 'instance preference')}: " + "; ".join(whys)
+
+
+def placement_no_room(index: int, placement: str, view: PoolView) -> str:
+    return (
+        f"{index}. {placement}: {view.shown_free} of {view.capacity} free, {view.releasing} being released, "
+        f"and stopping every job it may stop would not make room"
+    )
+
+
+def placement_behind(index: int, placement: str, head: str) -> str:
+    return f"{index}. {placement}: {head} is ahead of it and waits for that pool"
+
+
+def placement_never_fits(index: int, placement: str, view: PoolView) -> str:
+    return f"{index}. {placement}: the pool has {view.capacity}"
+
+
+def placed(index: int, of: int, placement: str) -> str:
+    """What a flexible job's start reason adds: which of its preferences it starts at."""
+    return f"at its instance preference {index} of {of} ({placement})"

@@ -247,7 +247,10 @@ class Passes:
         if job is None:
             return decided
         if isinstance(action, StartJob):
-            started = self._effects.save(lifecycle.start(job, now, reason=action.reason, backfill=action.backfill), job)
+            starting = lifecycle.start(
+                job, now, reason=action.reason, backfill=action.backfill, placement=action.placement
+            )
+            started = self._effects.save(starting, job)
             if started is None:
                 return job
             created, current = self._effects.create(started)

@@ -1,0 +1,86 @@
+"""Where a flexible job may run: its placements, in the order it prefers them, and the request the
+queue sends to SageMaker once the pass has chosen one.
+
+A job is *flexible* when its request gives SageMaker's own `ResourceConfig.InstancePreferences`
+(an ordered list of `InstanceType`, `InstanceCount`, `TrainingPlanArns`): each preference is a
+placement. Every other job is *pinned*: it has no placements and needs what its request names
+(`Job.demand`), exactly as before placements existed.
+
+The queue, not SageMaker, chooses among the preferences: SageMaker would pick a type by its own
+availability, outside the queue's count of each pool. So the request sent for an attempt is
+*pinned* to the chosen placement (`pinned_request`): `InstancePreferences` is removed and
+`InstanceType` / `InstanceCount` name the chosen one, so SageMaker cannot start the job on any
+other type, and the pool the queue counted is the pool the job holds. The attempt records its
+placement; `SelectedInstanceType` in the API is that placement's type.
+
+A pending flexible job is listed (in the pending index, `Job.demand`, `Job.pool`) under its first
+preference; the pass considers every preference (scheduling/placement.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PREFERENCES_MEMBER = "InstancePreferences"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One place a job may run: `count` instances of `instance_type`, counted in `pool`."""
+
+    instance_type: str
+    count: int
+    pool: str = ""
+    """The pool the instances count in; empty means the pool named after the instance type."""
+    training_plan_arns: tuple[str, ...] = ()
+    """The training plans the preference names (SageMaker's `TrainingPlanArns`)."""
+
+    @property
+    def pool_name(self) -> str:
+        return self.pool or self.instance_type
+
+    @property
+    def demand(self) -> dict[str, int]:
+        """What the job holds while it runs here."""
+        return {self.pool_name: self.count}
+
+    def describe(self) -> str:
+        return f"{self.count} × {self.instance_type}" + (f" in {self.pool}" if self.pool else "")
+
+
+def placements_of(request: Mapping[str, Any]) -> tuple[Placement, ...]:
+    """The placements a validated request prefers, in its order; () for a pinned request.
+
+    A preference without `InstanceCount` takes the request's `ResourceConfig.InstanceCount`, else 1.
+    """
+    resources = request.get("ResourceConfig") or {}
+    preferences: Sequence[Mapping[str, Any]] = resources.get(PREFERENCES_MEMBER) or ()
+    default_count = int(resources.get("InstanceCount", 1))
+    return tuple(
+        Placement(
+            instance_type=preference["InstanceType"],
+            count=int(preference.get("InstanceCount", default_count)),
+            training_plan_arns=tuple(preference.get("TrainingPlanArns") or ()),
+        )
+        for preference in preferences
+    )
+
+
+def listing_demand(placements: Sequence[Placement]) -> dict[str, int]:
+    """Where a pending flexible job is listed: its first preference's instance type."""
+    first = placements[0]
+    return {first.instance_type: first.count}
+
+
+def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
+    """`request` pinned to `placement` (a deep copy; `request` is untouched): no
+    `InstancePreferences`, and `InstanceType` / `InstanceCount` of the placement."""
+    pinned = copy.deepcopy(dict(request))
+    resources = pinned.setdefault("ResourceConfig", {})
+    resources.pop(PREFERENCES_MEMBER, None)
+    resources["InstanceType"] = placement.instance_type
+    resources["InstanceCount"] = placement.count
+    return pinned

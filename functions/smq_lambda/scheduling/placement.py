@@ -1,0 +1,136 @@
+"""The placement phase: where a flexible job runs, decided when the walk reaches it.
+
+A flexible job (domain/placement.py) prefers placements in order. The phase hands the rest of the
+pass the job *at one placement* (the job with that placement's demand), chosen by one rule:
+
+1. the first placement that fits now: no earlier job of its team waits for the pool, and the
+   instances its team may use are free, within its quota or as borrowing the borrowing rules allow;
+2. else the first that can be made to fit by the usual rules (no earlier job of its team waits for
+   the pool): the stops in flight, the reclaim of borrowed capacity or priority preemption inside
+   its team cover what it lacks (the candidates and victim selection phases 4 and 5 then use);
+3. else, when an earlier job of its team waits in every pool it prefers, the first placement, to
+   wait behind that head (phase 6, backfill);
+4. else the job waits in the pool of every placement no earlier job waits for: it heads each of
+   them (so no later job of its team overtakes it in any), and no room can be made in any (so, as
+   for a stuck head, later jobs start there only by backfill). Its reason names each placement and
+   why it is not used.
+
+A pinned job passes through unchanged, so a queue without flexible jobs decides exactly as before
+this phase existed. Placements larger than their pool, or than its team may ever hold there, are
+never chosen (a job none of whose placements may ever run is explained and blocks nothing). The chosen placement travels with the start (`StartJob.placement`); the
+job holds that placement's instances, in that pool only, until it is back in the queue, where it may
+be placed anew (the trainer resumes at any world size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.placement import Placement
+from smq_lambda.scheduling import reasons
+from smq_lambda.scheduling.nomination import reclaim_targets
+from smq_lambda.scheduling.pass_state import PassState, limited
+from smq_lambda.scheduling.preemption import select_targets
+
+
+def place(state: PassState, job: Job) -> Job | None:
+    """`job` at the placement the rule chooses (registered with `state`, for its start), `job`
+    itself when it is pinned, or None when it waits in every pool it prefers (decided here)."""
+    if not job.placements:
+        return job
+    options = _usable(state, job)
+    if not options:
+        return None
+    open_options = [option for option in options if not state.blocked(option[2])]
+    chosen = _choose(state, options, open_options)
+    if chosen is not None:
+        index, placement, at = chosen
+        state.placed[job.name] = (index, placement)
+        return at
+    _wait_everywhere(state, job, [(index, placement, at) for index, placement, at in open_options])
+    return None
+
+
+def _choose(
+    state: PassState, options: list[tuple[int, Placement, Job]], open_options: list[tuple[int, Placement, Job]]
+) -> tuple[int, Placement, Job] | None:
+    """Rules 1 to 3 of the module docstring; None for rule 4."""
+    for option in open_options:
+        if _fits_now(state, option[2]):
+            return option
+    for option in open_options:
+        if _room_can_be_made(state, option[2]):
+            return option
+    if not open_options:
+        return options[0]
+    return None
+
+
+def _fits_now(state: PassState, at: Job) -> bool:
+    """The instances `at`'s team may use cover it now, within its quota or as borrowing the
+    borrowing rules allow (`PassState.why_not_borrow`)."""
+    beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
+    return not state.lack(at) and (not beyond or state.why_not_borrow(at, beyond) is None)
+
+
+def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
+    """The placements no larger than their pool nor than its team may ever hold there, numbered
+    from 1 in the job's order, each with the job at it. When there is none, the job is explained
+    by its first placement's reason, and blocks nothing."""
+    usable, first_reason = [], None
+    for index, placement in enumerate(job.placements, start=1):
+        at = replace(job, demand=placement.demand)
+        capacity = state.ledger.capacity(placement.pool_name)
+        if capacity is not None and placement.count > capacity:
+            first_reason = first_reason or reasons.never_fits(
+                state.view(placement.pool_name, placement.count), configured=placement.pool_name in state.config.pools
+            )
+        elif (why := state.beyond_reach(at)) is not None:
+            first_reason = first_reason or why
+        else:
+            usable.append((index, placement, at))
+    if not usable and first_reason is not None:
+        state.explain(job, first_reason)
+    return usable
+
+
+def _room_can_be_made(state: PassState, at: Job) -> bool:
+    """Room can be made for `at` by the stops in flight, the reclaim of borrowed capacity, or
+    priority preemption inside its team (nothing is decided here: phase 5 decides it)."""
+    shortfall = state.lack(at, counting_releasing=True)
+    if not shortfall:
+        return True
+    team = state.ledger.team(at)
+    if reclaim_targets(state, team, shortfall) is not None:
+        return True
+    candidates, _ = state.priority_candidates(at, among=lambda other: state.ledger.team(other) == team)
+    return select_targets(shortfall, candidates) is not None
+
+
+def _wait_everywhere(state: PassState, job: Job, options: list[tuple[int, Placement, Job]]) -> None:
+    """No placement of `job` fits or can be made to fit: it heads the pools of `options` and is
+    stuck in each; its reason names every placement (those another job waits for included)."""
+    team = state.ledger.team(job)
+    for _, _, at in options:
+        state.wait(at)
+        state.stuck[team].update(limited(at.demand, state.ledger))
+    if any(state.is_first(at) for _, _, at in options):
+        state.explain(
+            job,
+            reasons.no_placement(
+                [_why_not(state, job, index, placement) for index, placement in enumerate(job.placements, start=1)]
+            ),
+        )
+
+
+def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> str:
+    at = replace(job, demand=placement.demand)
+    view = state.view(placement.pool_name, placement.count)
+    if view.capacity is not None and placement.count > view.capacity:
+        return reasons.placement_never_fits(index, placement.describe(), view)
+    if blocked := state.blocked(at):
+        head = state.team_heads[state.ledger.team(job)][blocked[0]]
+        if head.name != job.name:
+            return reasons.placement_behind(index, placement.describe(), head.name)
+    return reasons.placement_no_room(index, placement.describe(), view)
