@@ -9,8 +9,9 @@ Item layout (partition key `name`):
     submitted_at, updated_at, not_before        S  ISO 8601 UTC with `Z` (absent when None)
     demand                                      M  {instance type: N}: where the job is listed (a
                                                    flexible job's first preference)
-    placements                                  L  of M (instance_type, count, pool, plans): a
-                                                   flexible job's preferences (absent when pinned)
+    placements                                  L  of M (instance_type, count, pool, plans, spot,
+                                                   plan): a flexible job's preferences (absent when
+                                                   pinned)
     attempts                                    L  of M (number, training_job_name, started_at, ...):
                                                    the most recent MAX_INLINE_ATTEMPTS only; an
                                                    attempt of a flexible job has its `placement` (M)
@@ -346,6 +347,10 @@ def _placement_to_map(placement: Placement) -> Item:
         entry["pool"] = {"S": placement.pool}
     if placement.training_plan_arns:
         entry["plans"] = {"L": [{"S": arn} for arn in placement.training_plan_arns]}
+    if placement.spot:
+        entry["spot"] = {"BOOL": True}
+    if placement.training_plan_arn is not None:
+        entry["plan"] = {"S": placement.training_plan_arn}
     return entry
 
 
@@ -355,6 +360,8 @@ def _placement_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Placement:
         count=int(entry["count"]["N"]),
         pool=_optional_s(entry, "pool") or "",
         training_plan_arns=tuple(arn["S"] for arn in entry.get("plans", {"L": []})["L"]),
+        spot=entry.get("spot", {}).get("BOOL", False),
+        training_plan_arn=_optional_s(entry, "plan"),
     )
 
 

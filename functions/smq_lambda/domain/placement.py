@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 PREFERENCES_MEMBER = "InstancePreferences"
+SPOT_MEMBER = "EnableManagedSpotTraining"
+SPOT_ONLY_STOPPING_MEMBER = "MaxWaitTimeInSeconds"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class Placement:
     """The pool the instances count in; empty means the pool named after the instance type."""
     training_plan_arns: tuple[str, ...] = ()
     """The training plans the preference names (SageMaker's `TrainingPlanArns`)."""
+    spot: bool = False
+    """Managed spot capacity (`EnableManagedSpotTraining`), else on demand."""
+    training_plan_arn: str | None = None
+    """The training plan whose reserved capacity the placement runs on (`ResourceConfig.TrainingPlanArn`)."""
 
     @property
     def pool_name(self) -> str:
@@ -48,7 +54,8 @@ class Placement:
         return {self.pool_name: self.count}
 
     def describe(self) -> str:
-        return f"{self.count} × {self.instance_type}" + (f" in {self.pool}" if self.pool else "")
+        purchase = " spot" if self.spot else ""
+        return f"{self.count} ×{purchase} {self.instance_type}" + (f" in {self.pool}" if self.pool else "")
 
 
 def placements_of(request: Mapping[str, Any]) -> tuple[Placement, ...]:
@@ -59,11 +66,13 @@ def placements_of(request: Mapping[str, Any]) -> tuple[Placement, ...]:
     resources = request.get("ResourceConfig") or {}
     preferences: Sequence[Mapping[str, Any]] = resources.get(PREFERENCES_MEMBER) or ()
     default_count = int(resources.get("InstanceCount", 1))
+    spot = request.get(SPOT_MEMBER) is True
     return tuple(
         Placement(
             instance_type=preference["InstanceType"],
             count=int(preference.get("InstanceCount", default_count)),
             training_plan_arns=tuple(preference.get("TrainingPlanArns") or ()),
+            spot=spot,
         )
         for preference in preferences
     )
@@ -77,10 +86,21 @@ def listing_demand(placements: Sequence[Placement]) -> dict[str, int]:
 
 def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
     """`request` pinned to `placement` (a deep copy; `request` is untouched): no
-    `InstancePreferences`, and `InstanceType` / `InstanceCount` of the placement."""
+    `InstancePreferences`; `InstanceType` / `InstanceCount` of the placement; its purchase option
+    (on demand: `EnableManagedSpotTraining` false and the spot-only `MaxWaitTimeInSeconds` removed);
+    its training plan, if any."""
     pinned = copy.deepcopy(dict(request))
     resources = pinned.setdefault("ResourceConfig", {})
     resources.pop(PREFERENCES_MEMBER, None)
     resources["InstanceType"] = placement.instance_type
     resources["InstanceCount"] = placement.count
+    if placement.training_plan_arn is not None:
+        resources["TrainingPlanArn"] = placement.training_plan_arn
+    if placement.spot:
+        pinned[SPOT_MEMBER] = True
+    elif pinned.get(SPOT_MEMBER) is True:
+        pinned[SPOT_MEMBER] = False
+        stopping = pinned.get("StoppingCondition")
+        if isinstance(stopping, dict):
+            stopping.pop(SPOT_ONLY_STOPPING_MEMBER, None)
     return pinned

@@ -21,6 +21,7 @@ from typing import Any
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
@@ -31,8 +32,6 @@ INTERRUPTED = "Interrupted"
 MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"
 STOPPED = "Stopped"
 IN_PROGRESS = "InProgress"
-SPOT_MEMBER = "EnableManagedSpotTraining"
-SPOT_ONLY_STOPPING_MEMBER = "MaxWaitTimeInSeconds"
 
 
 def interruptions(description: Mapping[str, Any]) -> int:
