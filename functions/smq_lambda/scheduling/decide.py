@@ -4,7 +4,9 @@ A pass is a short list of named phases, each a module with its rule in its docst
 
 1. **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`);
 2. **order the heads**: pending jobs in the one queue order, priority desc (aged: `aging`),
-   submission asc, name;
+   submission asc, name; the walk of phase 3 first **places** each flexible job (`placement`):
+   chooses the instance preference the other phases decide it at, or lets it wait in every pool
+   it prefers;
 3. **admit within quota** (`admission`), walking that order: a job starts when it fits in its
    team's quota and in the instances its team may use, and no earlier job of its team waits for
    its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool;
