@@ -4,9 +4,12 @@ can be made to fit, else waits in every pool it prefers, with a reason naming ea
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.costs import attempt_cost, estimated_cost
 from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import LIVE_STATES
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
@@ -157,3 +160,17 @@ def test_passes_never_over_commit_a_pool_and_each_job_holds_one_placement(specs,
                     assert len(job.demand) == 1
         for pool, count in held.items():
             assert count <= config.pools[pool]
+
+
+def test_an_attempt_is_priced_at_the_placement_it_ran_on_even_once_requeued() -> None:
+    snapshot = queue().pending("flex", prefers=FLEX).build()
+    [job] = snapshot.jobs
+    started = lifecycle.start(job, NOW, reason="fits", placement=Placement(G5, 4))
+    assert started.instance_types == {G5: 4}
+    requeued = lifecycle.requeue(started, NOW + timedelta(hours=1), outcome="preempted", reason="preempted")
+    assert requeued.demand == {P5: 2} and requeued.instance_types == {P5: 2}
+    attempt = requeued.attempts[-1]
+    prices = {P5: 100.0, G5: 1.0}
+    cost = attempt_cost(requeued, attempt, billable_s=3600, training_s=3600, ended_at=NOW, prices=prices)
+    assert cost.spend_usd == 4.0
+    assert estimated_cost(started, prices, expected_s=3600).usd == 4.0

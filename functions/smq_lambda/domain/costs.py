@@ -54,8 +54,19 @@ def hourly_rate(demand: Mapping[str, int], prices: Prices) -> float | None:
     return total
 
 
-def is_spot(job: Job) -> bool:
+def is_spot(job: Job, attempt: Attempt | None = None) -> bool:
+    """Whether `attempt` (by default the job's current one) runs on managed spot: its placement says
+    so for a flexible job, the request for a pinned one."""
+    attempt = attempt if attempt is not None else job.current_attempt
+    if attempt is not None and attempt.placement is not None:
+        return attempt.placement.spot
     return job.request.get("EnableManagedSpotTraining") is True
+
+
+def attempt_instances(job: Job, attempt: Attempt) -> Mapping[str, int]:
+    """Instances per instance type `attempt` ran on: its placement's, else the job's."""
+    placement = attempt.placement
+    return {placement.instance_type: placement.count} if placement is not None else job.instance_types
 
 
 @dataclass(frozen=True)
@@ -89,17 +100,18 @@ def attempt_cost(
     includes nothing else) is taken as reported. `idle_window_s`: how long the GPUs sat idle before
     an idle stop (the idle rule's window), counted as waste for an attempt that ended so."""
     billed = max(billable_s or 0, 0)
-    trained = max(training_s or 0, billed if not is_spot(job) else 0)
-    rate = hourly_rate(job.demand, prices)
+    spot = is_spot(job, attempt)
+    trained = max(training_s or 0, billed if not spot else 0)
+    rate = hourly_rate(attempt_instances(job, attempt), prices)
     if rate is None:
-        return AttemptCost(attempt.training_job_name, ended_at, is_spot(job), billed, trained, *([None] * 5))
+        return AttemptCost(attempt.training_job_name, ended_at, spot, billed, trained, *([None] * 5))
     per_second = rate / SECONDS_PER_HOUR
     spend = billed * per_second
     on_demand = max(trained, billed) * per_second
     return AttemptCost(
         training_job_name=attempt.training_job_name,
         ended_at=ended_at,
-        spot=is_spot(job),
+        spot=spot,
         billable_s=billed,
         training_s=trained,
         spend_usd=spend,
@@ -140,7 +152,7 @@ def estimated_cost(job: Job, prices: Prices, *, expected_s: int | None = None) -
     else the `smq:expected-duration` tag), else its MaxRuntimeInSeconds (SageMaker's default of a
     day when the request names none) as a ceiling, times its instances' hourly rate. None when
     unpriced."""
-    rate = hourly_rate(job.demand, prices)
+    rate = hourly_rate(job.instance_types, prices)
     seconds = expected_s if expected_s is not None else job.expected_duration_s
     ceiling = seconds is None
     if seconds is None:
@@ -154,7 +166,7 @@ def accrued_cost(job: Job, now: datetime, prices: Prices) -> float | None:
     """What the job's open attempt has cost so far, billed on demand from its start (an estimate:
     spot bills less, and SageMaker bills from its own start, a little after the queue's). Zero
     without an open attempt; None when unpriced."""
-    rate = hourly_rate(job.demand, prices)
+    rate = hourly_rate(job.instance_types, prices)
     if rate is None:
         return None
     attempt = job.current_attempt

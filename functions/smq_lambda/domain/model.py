@@ -138,6 +138,15 @@ class Job:
         return listing_demand(self.placements) if self.placements else self.demand
 
     @property
+    def instance_types(self) -> Mapping[str, int]:
+        """Instances per instance type the job needs now (`demand` counts them per pool, which a
+        placement may name otherwise: prices and limits go by instance type)."""
+        selected = self.selected
+        if selected is not None and self.state is not JobState.PENDING:
+            return {selected.instance_type: selected.count}
+        return self.listed_demand if self.placements else self.demand
+
+    @property
     def pool(self) -> str:
         """The instance type of the first instance group: the pool the job is listed under."""
         return next(iter(self.demand))

@@ -127,7 +127,7 @@ class BudgetBook:
         spent, committed = self._spent.get(team, 0.0), self._committed.get(team, 0.0)
         if estimate is not None and spent + committed + estimate.usd <= budget.monthly_usd:
             return None
-        unpriced = tuple(sorted(pool for pool in job.demand if pool not in self._prices))
+        unpriced = tuple(sorted(pool for pool in job.instance_types if pool not in self._prices))
         return BudgetHold(team, budget.monthly_usd, spent, committed, estimate, unpriced, next_month_start(self._now))
 
     def commit(self, job: Job) -> None:

@@ -72,7 +72,7 @@ class Pricing:
 def priced_attempt(job: Job, attempt: Attempt, *, training_s: float, lost_s: float, pricing: Pricing) -> AttemptCost:
     """The cost of a simulated `attempt` (closed) that trained `training_s` seconds, `lost_s` of
     them thrown away: billed in full on demand, less `pricing.spot_discount` on spot."""
-    billable_s = training_s * (1 - pricing.spot_discount) if is_spot(job) else training_s
+    billable_s = training_s * (1 - pricing.spot_discount) if is_spot(job, attempt) else training_s
     assert attempt.ended_at is not None, "an attempt is priced when it ends"
     cost = attempt_cost(
         job,
