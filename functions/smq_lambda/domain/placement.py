@@ -104,3 +104,9 @@ def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str
         if isinstance(stopping, dict):
             stopping.pop(SPOT_ONLY_STOPPING_MEMBER, None)
     return pinned
+
+
+def request_as_sent(request: Mapping[str, Any], placement: Placement | None) -> Mapping[str, Any]:
+    """The request an attempt was started with, as far as its instances go: pinned to the attempt's
+    placement for a flexible job, the request itself for a pinned one."""
+    return request if placement is None else pinned_request(request, placement)

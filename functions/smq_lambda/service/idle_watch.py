@@ -16,6 +16,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.placement import request_as_sent
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import IN_PROGRESS
@@ -76,7 +77,8 @@ class IdleWatch:
         if attempt is None or attempt.number != attempt_number or attempt.training_job_name != status.name:
             return
         if attempt.is_open and after.state in WATCHED_STATES and is_training(status):
-            self.watch(attempt.training_job_name, after.request, queued=True, policy=policy, existing=existing)
+            request = request_as_sent(after.request, attempt.placement)
+            self.watch(attempt.training_job_name, request, queued=True, policy=policy, existing=existing)
         elif was is not None and was.number == attempt_number and was.is_open and not attempt.is_open:
             self.attempt_ended(before)
 
