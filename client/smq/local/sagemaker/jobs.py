@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from smq_lambda.domain.warm_match import KEEP_ALIVE_MEMBER, keep_alive_seconds, matches, may_use_warm_pool
+
 from smq.local.sagemaker import lifecycle
 from smq.local.sagemaker.contract import JobPaths
 from smq.local.sagemaker.errors import ResourceInUse, ResourceNotFound, ValidationError
@@ -29,7 +31,9 @@ from smq.local.sagemaker.validation import (
     required,
     typed,
     validate_create,
+    validate_update,
 )
+from smq.local.sagemaker.warm_pools import AVAILABLE, IN_USE, TERMINATED, WarmPool, keeps_cluster
 
 FAULTS = ("interrupt", "fail", "hang")
 _INTERRUPTIBLE = ("Starting", "Downloading", "Training")
@@ -98,13 +102,45 @@ class TrainingJobs:
                 run=run,
             )
             self._jobs[name.lower()] = job
-            self._move(job, IN_PROGRESS, "Starting", "Launching requested ML instances")
+            now = time.time()
+            job.warm_source = self._take_warm_pool(job, now)
+            if job.warm_source is None:
+                self._move(job, IN_PROGRESS, "Starting", "Launching requested ML instances", now)
+            else:
+                job.warm_pool = WarmPool(IN_USE)
+                self._move(
+                    job, IN_PROGRESS, "Starting", f"Reusing the warm pool of training job {job.warm_source}", now
+                )
             threading.Thread(target=lifecycle.run_job, args=(self, job), name=f"job-{name}", daemon=True).start()
         return {"TrainingJobArn": arn}
 
     def describe_training_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
-            return self._get(params).describe()
+            job, now = self._get(params), time.time()
+            _expire(job, now)
+            return job.describe(now)
+
+    def update_training_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Only the warm pool's retention: a new `KeepAlivePeriodInSeconds`, counted from the end
+        of the job; one already over (0 always is) terminates an available pool now."""
+        validate_update(params)
+        seconds = params["ResourceConfig"][KEEP_ALIVE_MEMBER]
+        with self._lock:
+            job, now = self._get(params), time.time()
+            _expire(job, now)
+            if not may_use_warm_pool(job.request):
+                raise ValidationError(f"Training job {job.name} cannot use a managed warm pool.")
+            pool = job.warm_pool
+            if job.status not in (IN_PROGRESS, STOPPING) and (pool is None or pool.status != AVAILABLE):
+                state = pool.status if pool is not None else "not retained"
+                raise ValidationError(
+                    f"The warm pool of training job {job.name} is {state}; KeepAlivePeriodInSeconds can be "
+                    "updated only while the job runs or its warm pool is Available."
+                )
+            job.request["ResourceConfig"][KEEP_ALIVE_MEMBER] = seconds
+            if pool is not None:
+                pool.end_if_over(seconds, now)
+        return {"TrainingJobArn": job.arn}
 
     def stop_training_job(self, params: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -117,7 +153,10 @@ class TrainingJobs:
     def list_training_jobs(self, params: Mapping[str, Any]) -> dict[str, Any]:
         query = parse_list_query(params)
         with self._lock:
-            return list_page(list(self._jobs.values()), query)
+            now = time.time()
+            for job in self._jobs.values():
+                _expire(job, now)
+            return list_page(list(self._jobs.values()), query, now)
 
     def add_tags(self, params: Mapping[str, Any]) -> dict[str, Any]:
         tags = required(params, "Tags", list)
@@ -254,7 +293,16 @@ class TrainingJobs:
                 status, secondary = STOPPED, job.stop_outcome  # a stop won the race
             job.failure_reason = failure_reason
             job.model_artifacts = model_artifacts
-            self._move(job, status, secondary, message)
+            now = time.time()
+            if keep_alive_seconds(job.request) > 0 and may_use_warm_pool(job.request):
+                pool = job.warm_pool or WarmPool(TERMINATED)
+                launched = job.warm_source is not None or job.training_start is not None
+                if keeps_cluster(status, failure_reason, launched):
+                    pool.retain(now)
+                else:
+                    pool.status = TERMINATED
+                job.warm_pool = pool
+            self._move(job, status, secondary, message, now)
 
     # -- internals (lock held) ------------------------------------------------------------------
 
@@ -263,9 +311,31 @@ class TrainingJobs:
         self._move(job, STOPPING, "Stopping", _STOP_MESSAGES[outcome])
         job.run.control.raise_signal(Signal.STOP)
 
-    def _move(self, job: JobRecord, status: str, secondary: str, message: str) -> None:
-        job.move(status, secondary, message, time.time())
-        self._events.publish(state_change_event(job.describe(), job.tags, account=self._account, region=self._region))
+    def _move(self, job: JobRecord, status: str, secondary: str, message: str, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        job.move(status, secondary, message, now)
+        self._events.publish(
+            state_change_event(job.describe(now), job.tags, account=self._account, region=self._region)
+        )
+
+    def _take_warm_pool(self, job: JobRecord, now: float) -> str | None:
+        """Hand `job` the available warm pool that matches it (the longest retained) and return
+        the name of the job that kept it. Only a job that itself asks for a keep-alive period
+        reuses one (the guide: "each subsequent training job must also specify a
+        KeepAlivePeriodInSeconds value")."""
+        if keep_alive_seconds(job.request) <= 0:
+            return None
+        candidates: list[tuple[float, str, WarmPool]] = []
+        for other in self._jobs.values():
+            _expire(other, now)
+            pool = other.warm_pool
+            if pool is not None and pool.status == AVAILABLE and matches(other.request, job.request):
+                candidates.append((pool.retained_since or 0.0, other.name, pool))
+        if not candidates:
+            return None
+        _, source, pool = min(candidates, key=lambda candidate: candidate[:2])
+        pool.hand_over(job.name, now)
+        return source
 
     def _get(self, params: Mapping[str, Any]) -> JobRecord:
         name = required(params, "TrainingJobName", str)
@@ -281,3 +351,8 @@ class TrainingJobs:
         if job is None:
             raise ResourceNotFound(f"Resource {arn} not found.")
         return job
+
+
+def _expire(job: JobRecord, now: float) -> None:
+    if job.warm_pool is not None:
+        job.warm_pool.expire(keep_alive_seconds(job.request), now)

@@ -6,6 +6,7 @@
                                                                      | MaxWaitTimeExceeded
     Spot interruption (injected):  Training -> Interrupted -> Starting -> ... (from checkpoint)
 
+A job that reuses a warm pool passes through Starting at once: its instances are provisioned.
 Checkpoints go to S3 after every Training phase, however it ended. Statuses change only
 through the registry (`jobs`), which refuses to move a job that a signal has claimed.
 """
@@ -90,7 +91,7 @@ def _attempts(jobs: JobRegistry, job: JobRecord) -> TrainResult:
         job.run.attempt += 1
         # Each step returns None to go on, or the signal that ends the attempt early.
         signal = (
-            _pause(job, jobs.timings.starting)
+            _pause(job, 0.0 if job.warm_source is not None else jobs.timings.starting)
             or jobs.enter(job, "Downloading", "Downloading input data")
             or _prepare(jobs, job)
             or jobs.enter(job, "Training", "Training image download completed. Training in progress.")

@@ -19,6 +19,7 @@ from smq.local.sagemaker.records import JobRecord
 from smq.local.sagemaker.validation import Problems, typed
 
 STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped", "Deleting")
+WARM_POOL_STATUSES = ("Available", "Terminated", "Reused", "InUse")
 SORT_BY = ("Name", "CreationTime", "Status")
 SORT_ORDERS = ("Ascending", "Descending")
 DEFAULT_MAX_RESULTS = 10
@@ -29,6 +30,7 @@ _TIME_FILTERS = ("CreationTimeAfter", "CreationTimeBefore", "LastModifiedTimeAft
 @dataclass(frozen=True)
 class ListQuery:
     status: str | None
+    warm_pool_status: str | None
     name_contains: str | None
     times: Mapping[str, float]
     sort_by: str
@@ -38,6 +40,8 @@ class ListQuery:
 
     def matches(self, job: JobRecord) -> bool:
         if self.status and job.status != self.status:
+            return False
+        if self.warm_pool_status and (job.warm_pool is None or job.warm_pool.status != self.warm_pool_status):
             return False
         if self.name_contains and self.name_contains.lower() not in job.name.lower():
             return False
@@ -63,6 +67,11 @@ def parse_list_query(params: Mapping[str, Any]) -> ListQuery:
     status = params.get("StatusEquals")
     if status is not None and status not in STATUSES:
         problems.constraint("statusEquals", status, f"satisfy enum value set: [{', '.join(STATUSES)}]")
+    warm_pool_status = params.get("WarmPoolStatusEquals")
+    if warm_pool_status is not None and warm_pool_status not in WARM_POOL_STATUSES:
+        problems.constraint(
+            "warmPoolStatusEquals", warm_pool_status, f"satisfy enum value set: [{', '.join(WARM_POOL_STATUSES)}]"
+        )
     name_contains = params.get("NameContains")
     if name_contains is not None:
         problems.length("nameContains", typed(name_contains, str, "NameContains"), 0, 63)
@@ -81,16 +90,16 @@ def parse_list_query(params: Mapping[str, Any]) -> ListQuery:
     after = None
     if params.get("NextToken"):
         after = _decode_token(params["NextToken"], sort_by, sort_order)
-    return ListQuery(status, name_contains, times, sort_by, sort_order, max_results, after)
+    return ListQuery(status, warm_pool_status, name_contains, times, sort_by, sort_order, max_results, after)
 
 
-def list_page(jobs: Iterable[JobRecord], query: ListQuery) -> dict[str, Any]:
+def list_page(jobs: Iterable[JobRecord], query: ListQuery, now: float) -> dict[str, Any]:
     descending = query.sort_order == "Descending"
     keyed = sorted(((query.key(j), j) for j in jobs if query.matches(j)), key=lambda pair: pair[0], reverse=descending)
     if query.after is not None:
         keyed = [(k, j) for k, j in keyed if (k < query.after if descending else k > query.after)]
     page = keyed[: query.max_results]
-    out: dict[str, Any] = {"TrainingJobSummaries": [j.summary() for _, j in page]}
+    out: dict[str, Any] = {"TrainingJobSummaries": [j.summary(now) for _, j in page]}
     if len(keyed) > len(page):
         out["NextToken"] = _encode_token(page[-1][0], query.sort_by, query.sort_order)
     return out

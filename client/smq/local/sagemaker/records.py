@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smq.local.sagemaker.runtime import JobRun
+from smq.local.sagemaker.warm_pools import WarmPool
 
 IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 TERMINAL = frozenset({COMPLETED, FAILED, STOPPED})
@@ -59,6 +60,8 @@ class JobRecord:
     model_artifacts: str | None = None
     stop_outcome: str | None = None  # the secondary status a stopping job will end in
     injected_failure: str | None = None  # the FailureReason an injected `fail` ends the job with
+    warm_pool: WarmPool | None = None  # its WarmPoolStatus, once it has one
+    warm_source: str | None = None  # the job whose warm pool it reused
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -80,8 +83,8 @@ class JobRecord:
             self.transitions[-1]["EndTime"] = now
             self.training_end = now
 
-    def describe(self) -> dict[str, Any]:
-        """The DescribeTrainingJob response."""
+    def describe(self, now: float) -> dict[str, Any]:
+        """The DescribeTrainingJob response at `now`."""
         request = self.request
         out: dict[str, Any] = {
             "TrainingJobName": self.name,
@@ -111,10 +114,12 @@ class JobRecord:
             # Billed time is time spent training: a spot job is not billed while interrupted.
             billed = self.run.training_seconds if self.run.spot else self.training_end - start
             out["BillableTimeInSeconds"] = max(1, math.ceil(billed))
+        if self.warm_pool is not None:
+            out["WarmPoolStatus"] = self.warm_pool.shape(now)
         return out
 
-    def summary(self) -> dict[str, Any]:
-        """A ListTrainingJobs TrainingJobSummary."""
+    def summary(self, now: float) -> dict[str, Any]:
+        """A ListTrainingJobs TrainingJobSummary at `now`."""
         out: dict[str, Any] = {
             "TrainingJobName": self.name,
             "TrainingJobArn": self.arn,
@@ -125,4 +130,6 @@ class JobRecord:
         }
         if self.training_end is not None:
             out["TrainingEndTime"] = self.training_end
+        if self.warm_pool is not None:
+            out["WarmPoolStatus"] = self.warm_pool.shape(now)
         return out

@@ -73,6 +73,7 @@ class LocalSageMaker:
                 "CreateTrainingJob": jobs.create_training_job,
                 "DescribeTrainingJob": jobs.describe_training_job,
                 "StopTrainingJob": jobs.stop_training_job,
+                "UpdateTrainingJob": jobs.update_training_job,
                 "ListTrainingJobs": jobs.list_training_jobs,
                 "AddTags": jobs.add_tags,
                 "ListTags": jobs.list_tags,

@@ -162,6 +162,20 @@ def validate_create(request: Mapping[str, Any]) -> None:
     _check_s3_schemes(request)
 
 
+def validate_update(params: Mapping[str, Any]) -> None:
+    """Reject an UpdateTrainingJob request the real service would reject, or one asking for what
+    this local service does not model (Debugger profiling, remote debugging)."""
+    problems = Problems()
+    problems.shape(violations(params, input_shape("UpdateTrainingJob")))
+    problems.raise_if_any()
+    others = sorted(set(params) - {"TrainingJobName", "ResourceConfig"})
+    if others or "ResourceConfig" not in params:
+        raise ValidationError(
+            "The local SageMaker service updates only ResourceConfig.KeepAlivePeriodInSeconds"
+            + (f", not {', '.join(others)}." if others else "; the request has no ResourceConfig.")
+        )
+
+
 def check_tags(tags: list[Any], problems: Problems, path: str) -> None:
     """A tag list against the model's TagList shape; `path` is its wire path (`tags`)."""
     problems.shape(violations(tags, input_shape("AddTags").members["Tags"]), prefix=path)
