@@ -9,7 +9,7 @@ STAMP_SDK3 := $(VENV_SDK3)/.installed
 # project and rewriting the tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-sdk3 test test-suite test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-estimates bench-pass-cost bench-cold-import bench-kueue lint clean
+.PHONY: setup setup-sdk3 test test-suite test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-estimates bench-placement bench-pass-cost bench-cold-import bench-kueue lint clean
 
 # --no-compile: Python compiles the modules a process imports on first use (bytecode caches on, see
 # above), which is a fraction of the CPU of compiling every installed file up front.
@@ -64,7 +64,7 @@ demo: setup
 	$(VENV)/bin/smq local demo
 
 BENCH_JSON := .bench
-BENCH_TARGETS := bench-scheduler bench-simulate bench-estimates bench-trainer bench-pass-cost bench-cold-import bench-kueue
+BENCH_TARGETS := bench-scheduler bench-simulate bench-estimates bench-placement bench-trainer bench-pass-cost bench-cold-import bench-kueue
 
 bench: $(BENCH_TARGETS)
 
@@ -76,6 +76,9 @@ bench-simulate: setup
 
 bench-estimates: setup
 	$(PY) bench/bench_estimates.py --json $(BENCH_JSON)/estimates.json
+
+bench-placement: setup
+	$(PY) bench/bench_placement.py --json $(BENCH_JSON)/placement.json
 
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py

@@ -1,10 +1,18 @@
-"""Argument types more than one `smq` command reads (the CLI, `smq local` and `smq simulate`)."""
+"""Argument types the `smq` commands read (the CLI, `smq local` and `smq simulate`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from smq_lambda.domain.bounds import MAX_INSTANCES
+
+
+def instance_preference(text: str) -> str:
+    """`TYPE` or `TYPE:COUNT` (a positive count): one entry of the `smq:instance-preferences` tag."""
+    instance_type, _, count = text.partition(":")
+    if not instance_type.startswith("ml.") or (count and not (count.isdigit() and int(count) > 0)):
+        raise argparse.ArgumentTypeError(f"expected TYPE or TYPE:COUNT (e.g. ml.g5.48xlarge:4), got {text!r}")
+    return text
 
 
 def pool_capacity(text: str) -> tuple[str, int]:

@@ -18,6 +18,7 @@ from smq.jobs import (
     live_training_job_name,
     parse_time,
     pools_text,
+    preferences_text,
     state_since,
     usd_text,
 )
@@ -35,6 +36,8 @@ STATUS_HEADERS = (
     "Reason",
 )
 POOL_HEADERS = ("Pool", "Capacity", "In use", "Free", "Pending")
+SPOT_RATE_HEADER = "Spot interruptions/h"
+WARM_HEADER = "Warm"
 QUOTA_HEADERS = ("Team", "Pool", "Quota", "In use", "Borrowed", "Lent", "Pending", "Sharing")
 COST_HEADERS = ("Spend", "On-demand equiv.", "Spot savings", "Waste", "Idle stops avoided", "Accruing", "Attempts")
 ATTEMPT_HEADERS = ("#", "SageMaker job", "Started", "Ended", "Ran for", "Outcome", "Reason")
@@ -116,20 +119,28 @@ def first_estimate_line(job: Mapping[str, Any], now: datetime) -> str | None:
 
 
 def pools_table(pools: Iterable[Mapping[str, Any]]) -> str:
+    """`smq pools`; while warm pools hold instances, a column of them after "In use" (they are in
+    use, never free); with adaptive spot, a last column: each type's spot interruptions per hour."""
+    pools = list(pools)
+    adaptive = any("spot_interruptions_per_hour" in pool for pool in pools)
+    warm = any(pool.get("warm") for pool in pools)
     rows = []
     for pool in pools:
         capacity = pool.get("capacity")
         in_use = int(pool.get("in_use") or 0)
-        rows.append(
-            (
-                pool["pool"],
-                "unlimited" if capacity is None else capacity,
-                in_use,
-                "-" if capacity is None else max(int(capacity) - in_use, 0),
-                pool.get("pending", 0),
-            )
+        row: tuple[Any, ...] = (
+            pool["pool"],
+            "unlimited" if capacity is None else capacity,
+            in_use,
+            *((pool.get("warm", 0),) if warm else ()),
+            "-" if capacity is None else max(int(capacity) - in_use, 0),
+            pool.get("pending", 0),
         )
-    return tabulate(rows, headers=POOL_HEADERS, tablefmt="simple", disable_numparse=True)
+        rate = pool.get("spot_interruptions_per_hour")
+        rows.append((*row, "-" if rate is None else f"{rate:.2f}") if adaptive else row)
+    headers = (*POOL_HEADERS[:3], WARM_HEADER, *POOL_HEADERS[3:]) if warm else POOL_HEADERS
+    headers = (*headers, SPOT_RATE_HEADER) if adaptive else headers
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
 
 
 def quotas_table(teams: Iterable[Mapping[str, Any]]) -> str:
@@ -193,6 +204,7 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
         ("Priority", job["priority"]),
         ("Pool", pools_text(job)),
         ("Instances", instances_text(job)),
+        *((("Instance preferences", preferences),) if (preferences := preferences_text(job)) else ()),
         ("Owner", job.get("owner") or "-"),
         *((("Team", job["team"]),) if job.get("team") else ()),
         ("Submitted", _time_and_age(submitted, now)),

@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 PRIORITY_TAG = "priority"
+PREFERENCES_TAG = "smq:instance-preferences"
+"""Instance types the job may run on, in order (`ml.p4d.24xlarge:2,ml.g5.48xlarge:4`): the queue
+writes them as `ResourceConfig.InstancePreferences` when it accepts the request."""
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
 
@@ -59,6 +62,33 @@ def with_priority(request: Mapping[str, Any], priority: int | None, *, replace: 
     tags.append({"Key": PRIORITY_TAG, "Value": str(priority)})
     result["Tags"] = tags
     return result
+
+
+def with_preferences(request: Mapping[str, Any], preferences: list[str]) -> dict[str, Any]:
+    """A copy of `request` whose preferences tag lists `preferences` (`TYPE[:COUNT]` entries, in
+    order), replacing one it has; `request` itself (copied) for no preferences."""
+    result = copy.deepcopy(dict(request))
+    if not preferences:
+        return result
+    tags = [
+        tag for tag in result.get("Tags") or () if not (isinstance(tag, Mapping) and tag.get("Key") == PREFERENCES_TAG)
+    ]
+    result["Tags"] = [*tags, {"Key": PREFERENCES_TAG, "Value": ",".join(preferences)}]
+    return result
+
+
+def preferences_text(job: Mapping[str, Any]) -> str | None:
+    """`1. 2 × ml.p4d.24xlarge  2. 4 × ml.g5.48xlarge; selected: ml.g5.48xlarge × 4` for a flexible
+    job (`selected: none yet` before its first start); None for any other job."""
+    preferences = job.get("instance_preferences") or []
+    if not preferences:
+        return None
+    listed = "  ".join(
+        f"{number}. {preference['count']} × {preference['instance_type']}"
+        for number, preference in enumerate(preferences, start=1)
+    )
+    selected = job.get("selected_instance_type")
+    return f"{listed}; selected: " + (f"{selected} × {job.get('selected_instance_count')}" if selected else "none yet")
 
 
 def decode_hyperparameter(value: Any) -> Any:

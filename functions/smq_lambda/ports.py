@@ -11,12 +11,14 @@ from smq_lambda.domain.cost_totals import CostFigures
 from smq_lambda.domain.costs import AttemptCost, Prices
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.prices_in_force import PricesInForce
+from smq_lambda.domain.spot_rates import SpotInterruptions
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.warm_pools import WarmPool, WarmPoolTotals
 from smq_lambda.forecast.durations import DurationHistory, DurationKey
-from smq_lambda.forecast.start_estimate import GivenEstimate, StartEstimate
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
+from smq_lambda.pool_usage import PoolUsageReport, TeamUsageRecord
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
@@ -69,8 +71,8 @@ class JobStore(Protocol):
         ...
 
     def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
-        """The first `limit` pending jobs listed under `pool`, in scheduling order, as summaries
-        (no request, no history): one bounded Query of a pending index, which may lag writes.
+        """The first `limit` pending jobs listed under `pool` (each of `Job.pending_pools`), in order,
+        as summaries (no request, no history): one bounded Query of a pending index, which may lag writes.
         With `team`, only the jobs whose `Job.team` is `team` ("" for jobs with no team tag),
         from the pending-by-team index."""
         ...
@@ -122,6 +124,21 @@ class TrainingEndListener(Protocol):
     whose redelivery tells it again."""
 
     def on_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None: ...
+
+
+class WarmPoolStore(Protocol):
+    """The warm pools the queue's attempts left (adapters/dynamodb_warm_pools.py: the states and
+    the conditional writes that make repeated and reordered reports harmless)."""
+
+    def record(self, warm: WarmPool) -> bool: ...
+
+    def end(self, training_job_name: str, *, reused: bool, retained_instance_s: int) -> bool: ...
+
+    def release(self, training_job_name: str) -> bool: ...
+
+    def available(self, now: datetime) -> list[WarmPool]: ...
+
+    def totals(self) -> WarmPoolTotals: ...
 
 
 class CostLedger(Protocol):
@@ -185,6 +202,10 @@ class TrainingService(Protocol):
         """None when SageMaker has no job of that name."""
         ...
 
+    def end_warm_pool(self, training_job_name: str) -> None:
+        """KeepAlivePeriodInSeconds 0; a warm pool that ended already, or none, is fine."""
+        ...
+
     def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:
         """The instances per pool each in-progress training job that is not a queue attempt holds
         (training job name → demand). Lists every busy training job: reconciliation only."""
@@ -196,74 +217,18 @@ class TrainingService(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class PoolMeasure:
-    """One pool as a scheduling pass left it."""
+class SpotInterruptionBook(Protocol):
+    """Where reports keep the spot interruptions per instance type (one small item,
+    domain/spot_rates.py)."""
 
-    pool: str
-    capacity: int | None
-    """None: an instance type with no pool while unpooled types are unlimited."""
-    in_use: int
-    """Instances held by live queue jobs plus training jobs started outside the queue."""
-    head: str | None = None
-    """The first job that waits for the pool, if one does."""
+    def load(self) -> SpotInterruptions:
+        """The book as last saved; an empty one before the first interruption."""
+        ...
 
-
-@dataclass(frozen=True)
-class PoolUsage:
-    """One pool as GET /pools shows it: what the last pass measured, and the pending jobs now."""
-
-    pool: str
-    capacity: int | None
-    in_use: int
-    pending: int
-    head: str | None = None
-
-
-@dataclass(frozen=True)
-class TeamMeasure:
-    """One team in one pool as a scheduling pass left it (the unassigned group is a team here)."""
-
-    team: str
-    pool: str
-    quota: int | None
-    in_use: int
-    """Instances its live jobs hold."""
-    borrowed: int
-    """Instances it holds beyond its quota: max(in_use - quota, 0)."""
-    lent: int
-    """Instances of its idle quota that other teams' jobs run on (see service/team_measures.py)."""
-    pending: int = 0
-    """Its pending jobs listed under the pool that the pass saw: capped by the pass's window, so a
-    lower bound (GET /quotas counts them when asked)."""
-    longest_wait_s: float | None = None
-    """The longest wait among those jobs (from submission, or from the end of the last attempt);
-    None when the pass saw none."""
-
-
-@dataclass(frozen=True)
-class PoolUsageReport:
-    """What one scheduling pass measured, per pool and team, and when; and its start estimates."""
-
-    pools: tuple[PoolMeasure, ...]
-    measured_at: datetime
-    teams: tuple[TeamMeasure, ...] = ()
-    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
-    """Per pending job the pass saw (its window), keyed by job name."""
-    first_estimates: Mapping[str, GivenEstimate] = field(default_factory=dict)
-    """Per pending job the pass estimated, the first estimate any pass gave it since it last waited
-    (keyed by job name): what a start is measured against."""
-    budget_held: frozenset[str] = frozenset()
-    """The pending jobs the pass held for their team's budget (their stored reason says why)."""
-
-
-@dataclass(frozen=True)
-class TeamUsageRecord:
-    """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`), as of
-    `at`, the end of the pass that wrote it."""
-
-    usage: Mapping[str, float]
-    at: datetime
+    def save(self, book: SpotInterruptions, *, previous: SpotInterruptions) -> None:
+        """Write `book` if the stored one is still `previous` (by version); a lost race raises
+        VersionConflict (another report counted meanwhile: load and count again)."""
+        ...
 
 
 class TeamUsageHistory(Protocol):

@@ -14,13 +14,12 @@ from smq_lambda.adapters.item_codec import (
     MAX_TEXT_CHARS,
     archive_key,
     archived,
-    decode_page_token,
-    encode_page_token,
     format_time,
     from_item,
     pending_team_key,
     to_item,
 )
+from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import (
     MAX_EARLIER_JOBS,
@@ -35,6 +34,7 @@ from smq_lambda.domain.model import (
     order_key,
     scheduling_order,
 )
+from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.service.submission import MAX_REQUEST_BYTES
@@ -164,6 +164,7 @@ def jobs(draw: st.DrawFn) -> Job:
         family=draw(st.none() | st.text(min_size=1, max_size=20)),
         expected_duration_s=draw(st.none() | st.integers(1, 366 * 86400)),
         max_runtime_s=draw(st.none() | st.integers(1, 28 * 86400)),
+        purchase=draw(st.sampled_from(list(Purchase))),
         request=draw(
             st.dictionaries(
                 st.text(max_size=10),

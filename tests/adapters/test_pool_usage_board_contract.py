@@ -21,7 +21,8 @@ from smq_lambda.domain.teams import UNASSIGNED
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.estimate import DEFAULT_MAX_JOBS
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
-from smq_lambda.ports import InUse, PoolMeasure, PoolUsageBoard, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.ports import InUse, PoolUsageBoard
 
 from tests.support.fakes import InMemoryPoolUsageBoard
 

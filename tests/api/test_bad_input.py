@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from smq_lambda.adapters.item_codec import encode_page_token
+from smq_lambda.adapters.page_token import encode_page_token
 from smq_lambda.handlers.api import MAX_BODY_BYTES
 from smq_lambda.service.submission import REQUIRED_MEMBERS
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
-from smq_lambda.ports import PoolMeasure, PoolUsageReport
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 
 from tests.api.builders import G5, run, training_request
 from tests.api.gateway import ApiGateway

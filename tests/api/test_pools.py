@@ -4,10 +4,11 @@ dependency at all, and the template grants the API none)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.ports import PoolMeasure, PoolUsageReport
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.last_pass import with_current_capacity
 
@@ -38,8 +39,8 @@ def test_pools_show_what_the_last_pass_measured_and_the_jobs_pending_now(
     assert reply.status == 200
     assert reply.body == {
         "pools": [
-            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 2, "head": "waiting"},
-            {"pool": P5, "capacity": 2, "in_use": 2, "pending": 0, "head": None},
+            {"pool": G5, "capacity": 4, "in_use": 3, "warm": 0, "pending": 2, "head": "waiting"},
+            {"pool": P5, "capacity": 2, "in_use": 2, "warm": 0, "pending": 0, "head": None},
         ],
         "measured_at": "2024-05-01T12:00:00.250Z",
     }
@@ -54,9 +55,9 @@ def test_capacities_are_the_ones_configured_now(
     pools = api.pools().body["pools"]
 
     assert pools == [
-        {"pool": G5, "capacity": 8, "in_use": 3, "pending": 0, "head": None},
-        {"pool": C5, "capacity": 1, "in_use": 0, "pending": 0, "head": None},
-        {"pool": P5, "capacity": 0, "in_use": 1, "pending": 0, "head": None},
+        {"pool": G5, "capacity": 8, "in_use": 3, "warm": 0, "pending": 0, "head": None},
+        {"pool": C5, "capacity": 1, "in_use": 0, "warm": 0, "pending": 0, "head": None},
+        {"pool": P5, "capacity": 0, "in_use": 1, "warm": 0, "pending": 0, "head": None},
     ]
 
 
@@ -72,11 +73,11 @@ def test_before_any_pass_the_live_jobs_are_counted_from_the_table(
 
     assert reply.body == {
         "pools": [
-            {"pool": G5, "capacity": 4, "in_use": 3, "pending": 1, "head": None},
-            {"pool": P5, "capacity": 2, "in_use": 0, "pending": 1, "head": None},
+            {"pool": G5, "capacity": 4, "in_use": 3, "warm": 0, "pending": 2, "head": None},
+            {"pool": P5, "capacity": 2, "in_use": 0, "warm": 0, "pending": 1, "head": None},
         ],
         "measured_at": None,
-    }, "a job is pending under its first pool only (the one it is listed under)"
+    }, "a job is pending in every pool it needs (listed in each)"
 
 
 def test_a_newer_report_replaces_the_last(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
@@ -87,7 +88,7 @@ def test_a_newer_report_replaces_the_last(api: ApiGateway, usage_board: InMemory
 
     reply = api.pools()
 
-    assert reply.body["pools"][0] == {"pool": G5, "capacity": 4, "in_use": 4, "pending": 0, "head": "big"}
+    assert reply.body["pools"][0] == {"pool": G5, "capacity": 4, "in_use": 4, "warm": 0, "pending": 0, "head": "big"}
     assert reply.body["measured_at"] == "2024-05-01T12:05:00.000Z"
 
 
@@ -102,3 +103,22 @@ def test_merge_keeps_unconfigured_pools_only_while_used_or_awaited() -> None:
         PoolMeasure(C5, None, 2, None),
         PoolMeasure("ml.m5.large", None, 0, "m5-job"),
     ]
+
+
+def test_with_adaptive_spot_each_type_shows_its_interruption_rate_on_its_pools(
+    api: ApiGateway, usage_board: InMemoryPoolUsageBoard, config: FakeConfigSource
+) -> None:
+    config.set_pools({G5: 4, f"{G5}:spot": 2, P5: 2})
+    measured = report((G5, 4, 0, None), (f"{G5}:spot", 2, 2, None), (P5, 2, 0, None))
+    usage_board.publish(replace(measured, spot_rates={G5: 0.693147}))
+
+    pools = {row["pool"]: row.get("spot_interruptions_per_hour") for row in api.pools().body["pools"]}
+
+    assert pools == {G5: 0.6931, f"{G5}:spot": 0.6931, P5: None}
+
+
+def test_warm_instances_show_as_in_use_and_warm(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
+    usage_board.publish(PoolUsageReport(pools=(PoolMeasure(P5, 2, 2, None, warm=1),), measured_at=MEASURED))
+
+    pools = {pool["pool"]: pool for pool in api.pools().body["pools"]}
+    assert pools[P5] == {"pool": P5, "capacity": 2, "in_use": 2, "warm": 1, "pending": 0, "head": None}

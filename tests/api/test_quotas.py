@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 
 from tests.api.builders import G5, P5, run, training_request
 from tests.api.gateway import ApiGateway

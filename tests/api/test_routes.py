@@ -116,7 +116,14 @@ def test_add_unpooled_type_when_unpooled_types_are_unlimited(api: ApiGateway, co
 
     assert (reply.status, reply.body["pool"]) == (202, "ml.c5.xlarge")
     pools = {pool["pool"]: pool for pool in api.pools().body["pools"]}
-    assert pools["ml.c5.xlarge"] == {"pool": "ml.c5.xlarge", "capacity": None, "in_use": 0, "pending": 1, "head": None}
+    assert pools["ml.c5.xlarge"] == {
+        "pool": "ml.c5.xlarge",
+        "capacity": None,
+        "in_use": 0,
+        "warm": 0,
+        "pending": 1,
+        "head": None,
+    }
 
 
 def test_the_owner_is_the_calling_principal(api: ApiGateway) -> None:

@@ -23,7 +23,7 @@ from smq.local.template import load_template
 from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
 from smq_lambda.domain.access import parse_access_rules
 from smq_lambda.handlers import api
-from smq_lambda.ports import PoolMeasure, PoolUsageReport
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 from smq_lambda.service import queue_api
 
 from tests.api.gateway import LAMBDA_CONTEXT, check_exchange, load_event
@@ -91,7 +91,7 @@ def test_every_fixture_event_through_the_deployed_handler(deployed: None) -> Non
     assert [job["name"] for job in listed["jobs"]] == ["vit-tiny-example"]
     assert call(load_event("list_pools.json")) == {
         "status": 200,
-        "pools": [{"pool": "ml.g5.xlarge", "capacity": 3, "in_use": 0, "pending": 1, "head": None}],
+        "pools": [{"pool": "ml.g5.xlarge", "capacity": 3, "in_use": 0, "warm": 0, "pending": 1, "head": None}],
         "measured_at": None,
     }
     assert call(load_event("change_priority.json"))["priority"] == 10
@@ -139,7 +139,7 @@ def test_pools_come_from_the_usage_the_scheduler_published(deployed: None) -> No
 
     assert call(load_event("list_pools.json")) == {
         "status": 200,
-        "pools": [{"pool": "ml.g5.xlarge", "capacity": 3, "in_use": 2, "pending": 0, "head": "big"}],
+        "pools": [{"pool": "ml.g5.xlarge", "capacity": 3, "in_use": 2, "warm": 0, "pending": 0, "head": "big"}],
         "measured_at": "2024-05-01T12:00:00.000Z",
     }
 

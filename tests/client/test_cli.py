@@ -177,6 +177,36 @@ def test_pools_table_shows_free_capacity_and_unlimited_pools() -> None:
     ]
 
 
+def test_pools_table_shows_spot_interruption_rates_with_adaptive_spot() -> None:
+    rate = {"spot_interruptions_per_hour": 0.6931}
+    table = pools_table(
+        [
+            {"pool": "ml.g5.xlarge", "capacity": 8, "in_use": 3, "pending": 0, **rate},
+            {"pool": "ml.g5.xlarge:spot", "capacity": 4, "in_use": 4, "pending": 2, **rate},
+            {"pool": "ml.p5.48xlarge", "capacity": 2, "in_use": 2, "pending": 3},
+        ]
+    )
+
+    assert "Spot interruptions/h" in table
+    assert rows(table) == [
+        ["ml.g5.xlarge", "8", "3", "5", "0", "0.69"],
+        ["ml.g5.xlarge:spot", "4", "4", "0", "2", "0.69"],
+        ["ml.p5.48xlarge", "2", "2", "0", "3", "-"],
+    ]
+
+
+def test_pools_table_shows_warm_instances_in_use_never_free() -> None:
+    table = pools_table(
+        [
+            {"pool": "ml.p5.48xlarge", "capacity": 4, "in_use": 3, "warm": 2, "pending": 1},
+            {"pool": "ml.g5.xlarge", "capacity": 8, "in_use": 3, "warm": 0, "pending": 0},
+        ]
+    )
+
+    assert "Warm" in table
+    assert rows(table) == [["ml.p5.48xlarge", "4", "3", "2", "1", "1"], ["ml.g5.xlarge", "8", "3", "0", "5", "0"]]
+
+
 def test_describe_names_every_pool_of_a_heterogeneous_job() -> None:
     described = job("hetero", "pending", 1, position=2, demand={"ml.p5.48xlarge": 2, "ml.c5.xlarge": 1}, instances=2)
 

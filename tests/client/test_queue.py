@@ -151,4 +151,4 @@ def test_pools_show_capacity_use_and_queue_depth(queue: TrainingQueue) -> None:
     queue.submit(training_request("one"))
     queue.submit(training_request("two"))
 
-    assert queue.pools() == [{"pool": POOL, "capacity": 1, "in_use": 1, "pending": 1, "head": "two"}]
+    assert queue.pools() == [{"pool": POOL, "capacity": 1, "in_use": 1, "warm": 0, "pending": 1, "head": "two"}]

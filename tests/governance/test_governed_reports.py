@@ -3,6 +3,7 @@ failure retry as pure state changes, and the two lifecycle transitions they use.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import IllegalTransition, JobState
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy, RetryPolicy
@@ -133,10 +135,37 @@ def test_fallback_exactly_when_interruptions_exceed_the_limit(limit: int, count:
     assert (effect is not None) == (count > limit)
 
 
-def test_a_spot_job_sagemaker_stopped_at_its_max_wait_fails_with_that_reason() -> None:
-    report = TrainingJobStatus(TRAINING_JOB, "Stopped", "MaxWaitTimeExceeded")
+MAX_WAIT = TrainingJobStatus(TRAINING_JOB, "Stopped", "MaxWaitTimeExceeded")
 
-    effect = apply_report(job_in(S.RUNNING), 1, report, LATER, Policy())
+
+def test_a_spot_job_sagemaker_stopped_at_its_max_wait_is_queued_again_on_demand() -> None:
+    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy())
+
+    assert effect is not None and effect.stop is None  # SageMaker stopped it already
+    assert effect.job.state is S.PENDING
+    assert effect.job.attempts[-1].outcome == AttemptOutcome.SPOT_FALLBACK
+    assert effect.job.request["EnableManagedSpotTraining"] is False
+    assert "MaxWaitTimeInSeconds" not in effect.job.request["StoppingCondition"]
+    assert effect.job.purchase is Purchase.ON_DEMAND
+    assert "at its MaxWaitTimeInSeconds (7200 s)" in (effect.job.reason or "")
+    assert effect.notice is not None
+
+
+@pytest.mark.parametrize("repeats", [1, 2, 3])
+def test_duplicate_and_late_max_wait_reports_requeue_once(repeats: int) -> None:
+    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy())
+    assert effect is not None
+    job = effect.job
+    for _ in range(repeats):
+        assert apply_report(job, 1, MAX_WAIT, LATER + timedelta(minutes=repeats), Policy()) is None
+    assert job.attempt_outcomes == {AttemptOutcome.SPOT_FALLBACK: 1}
+
+
+def test_a_spot_only_job_sagemaker_stopped_at_its_max_wait_fails_with_that_reason() -> None:
+    spot_only = job_in(S.RUNNING)
+    spot_only = replace(spot_only, request={**spot_only.request, "Tags": [{"Key": "smq:spot-only", "Value": "true"}]})
+
+    effect = apply_report(spot_only, 1, MAX_WAIT, LATER, Policy())
 
     assert effect is not None and effect.stop is None
     assert effect.job.state is S.FAILED

@@ -29,6 +29,12 @@ def groups(*members: tuple[str, int]) -> dict[str, Any]:
                                 "InstanceCount": count} for index, (instance_type, count) in enumerate(members)]}  # fmt: skip
 
 
+def preferences(*members: tuple[str, int | None]) -> dict[str, Any]:
+    """A flexible ResourceConfig; a None count is left out (the one in ResourceConfig serves)."""
+    return {"InstancePreferences": [{"InstanceType": instance_type, **({} if count is None else {"InstanceCount": count})}
+                                    for instance_type, count in members]}  # fmt: skip
+
+
 CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
     ("compliant", request(Tags=TWO_TAGS), []),
     ("missing tag", request(), [("Tags.team", "required_tags")]),
@@ -44,6 +50,15 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
      [("ResourceConfig.InstanceGroups[1].InstanceType", "allowed_instance_types")]),
     ("groups: total over the max", request(Tags=TWO_TAGS, ResourceConfig=groups(("ml.g5.xlarge", 3), ("ml.g5.2xlarge", 2))),
      [("ResourceConfig.InstanceGroups", "max_instance_count")]),
+    ("preferences: one disallowed", request(Tags=TWO_TAGS, ResourceConfig=preferences(("ml.g5.xlarge", 1), ("ml.p4d.24xlarge", 1))),
+     [("ResourceConfig.InstancePreferences[1].InstanceType", "allowed_instance_types")]),
+    ("preferences: each within the max", request(Tags=TWO_TAGS, ResourceConfig=preferences(("ml.g5.xlarge", 4), ("ml.g5.2xlarge", 3))),
+     []),
+    ("preferences: one over the max", request(Tags=TWO_TAGS, ResourceConfig=preferences(("ml.g5.xlarge", 2), ("ml.g5.2xlarge", 5))),
+     [("ResourceConfig.InstancePreferences[1].InstanceCount", "max_instance_count")]),
+    ("preferences sharing a count over the max",
+     request(Tags=TWO_TAGS, ResourceConfig={**preferences(("ml.g5.xlarge", None), ("ml.g5.2xlarge", None)), "InstanceCount": 5}),
+     [("ResourceConfig.InstanceCount", "max_instance_count")]),
     ("runtime over", request(Tags=TWO_TAGS, StoppingCondition={"MaxRuntimeInSeconds": 7201}),
      [("StoppingCondition.MaxRuntimeInSeconds", "max_runtime_seconds")]),
     ("runtime missing", request(Tags=TWO_TAGS, StoppingCondition={}),

@@ -147,13 +147,26 @@ def stopped(name: str, secondary: str) -> TrainingJobStatus:
     return TrainingJobStatus(name=name, status="Stopped", secondary_status=secondary)
 
 
-def test_a_spot_job_stopped_at_its_max_wait_time_fails_with_that_reason() -> None:
-    failed = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"))
+def test_a_spot_job_stopped_at_its_max_wait_time_is_queued_again_on_demand() -> None:
+    fallback = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"))
+
+    assert fallback == FallBackToOnDemand(
+        "vit", 1, SPOT_NAME, on_demand_request(SPOT_JOB.request),
+        "spot fallback: SageMaker stopped attempt 1 at its MaxWaitTimeInSeconds (7200 s); queued again on demand "
+        "(EnableManagedSpotTraining false, MaxWaitTimeInSeconds removed) and resumes from its checkpoints in "
+        "s3://bucket/ckpt/vit/abc/",
+    )  # fmt: skip
+
+
+def test_a_spot_only_job_stopped_at_its_max_wait_time_fails_with_that_reason() -> None:
+    spot_only = job(JobState.RUNNING, stored_request=spot_request(Tags=[{"Key": "smq:spot-only", "Value": "true"}]))
+
+    failed = decide_max_wait(spot_only, stopped(attempt_name(spot_only), "MaxWaitTimeExceeded"))
 
     assert failed == FailJob(
         "vit", 1, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
         "stopped by SageMaker: MaxWaitTimeInSeconds (7200 s) exceeded; a managed-spot job must finish, waits for "
-        "spot capacity included, within it",
+        "spot capacity included, within it (tagged smq:spot-only: never on demand)",
     )  # fmt: skip
 
 

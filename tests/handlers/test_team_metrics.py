@@ -13,7 +13,7 @@ from smq.local.lambda_context import LambdaContext
 from smq_lambda.domain.teams import UNASSIGNED, Quota, Teams
 from smq_lambda.handlers import scheduler as scheduler_handler
 from smq_lambda.handlers.team_metrics import record_team_metrics
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 
 from tests.service.harness import POOL, World
 

@@ -174,3 +174,21 @@ def test_an_attempt_is_priced_at_the_placement_it_ran_on_even_once_requeued() ->
     cost = attempt_cost(requeued, attempt, billable_s=3600, training_s=3600, ended_at=NOW, prices=prices)
     assert cost.spend_usd == 4.0
     assert estimated_cost(started, prices, expected_s=3600).usd == 4.0
+
+
+def test_behind_heads_in_every_pool_it_is_backfilled_where_it_fits_now() -> None:
+    """The simulation found it: a flexible job behind heads in both pools used to wait at its first
+    preference (no instance free there) while its second would fit the instances idle beside a head."""
+    snapshot = (
+        queue()
+        .running("a", priority=9, needs={P5: 2})
+        .running("b", priority=9, needs={G5: 4})
+        .pending("head-g5", priority=5, needs={G5: 8})
+        .pending("head-p5", priority=5, needs={P5: 1})
+        .pending("flex", priority=4, prefers=FLEX)
+        .build()
+    )
+    actions = decide(snapshot, NOW, pools(backfill=True, p5=2, g5=8))
+    assert starts(actions) == {"flex": Placement(G5, 4)}
+    assert next(a for a in actions if isinstance(a, StartJob)).backfill
+    assert starts(decide(snapshot, NOW, pools(p5=2, g5=8))) == {}

@@ -16,6 +16,7 @@ from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler
 
 from tests.support.fake_lease import InMemoryPassLease
+from tests.support.fake_spot_rates import InMemorySpotInterruptionBook
 from tests.support.fake_team_usage import InMemoryTeamUsageHistory
 from tests.support.fakes import (
     FakeClock,
@@ -80,6 +81,7 @@ class World:
     """The teams' spend and the prices hold budgets read; None: no budget holds a job."""
     durations: DurationStore | None = None
     """Where completed jobs' durations are learned; None: estimates know tags and max runtimes only."""
+    spot_interruptions: InMemorySpotInterruptionBook = field(default_factory=InMemorySpotInterruptionBook)
 
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
@@ -102,6 +104,7 @@ class World:
             cost_ledger=self.cost_ledger,
             prices=self.prices,
             durations=self.durations,
+            spot_interruptions=self.spot_interruptions,
         )
 
     def end_listeners(self) -> list[TrainingEndListener]:

@@ -163,16 +163,21 @@ def test_interruptions_lost_in_transit_are_counted_by_reconciliation() -> None:
     assert world.sagemaker.stop_calls == [first]
 
 
-def test_a_spot_job_stopped_at_its_max_wait_is_recorded_as_that() -> None:
+def test_a_spot_job_stopped_at_its_max_wait_starts_again_on_demand_once() -> None:
     world = World(capacity={POOL: 1})
     first = running_spot_job(world)
 
-    report(world, first, "Stopped", "MaxWaitTimeExceeded")
+    for _ in range(3):  # the event, its duplicate and reconciliation's late describe
+        report(world, first, "Stopped", "MaxWaitTimeExceeded")
+        world.kick()
 
     job = world.job("a")
-    assert job.state is JobState.FAILED
-    assert job.attempts[-1].outcome == AttemptOutcome.MAX_WAIT_TIME_EXCEEDED
-    assert "MaxWaitTimeInSeconds (7200 s) exceeded" in (job.reason or "")
+    assert [attempt.outcome for attempt in job.attempts] == [AttemptOutcome.SPOT_FALLBACK, None]
+    assert job.state is JobState.STARTING
+    second = job.attempts[-1].training_job_name
+    assert world.sagemaker.start_calls == [first, second]
+    assert world.sagemaker.stop_calls == []
+    assert world.sagemaker.jobs[second].request["EnableManagedSpotTraining"] is False
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from smq_lambda.domain.lifecycle import BACKOFF_MAX, StartRetryLimits
 from smq_lambda.domain.states import JobState
-from smq_lambda.ports import PoolMeasure
+from smq_lambda.pool_usage import PoolMeasure
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
 from tests.service.harness import POOL, World, queued_job, started_outside_the_queue

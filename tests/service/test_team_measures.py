@@ -11,7 +11,7 @@ import pytest
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
-from smq_lambda.ports import TeamMeasure
+from smq_lambda.pool_usage import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.pass_measures import pool_usage

@@ -18,22 +18,24 @@ from typing import Any
 from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
 from smq_lambda.adapters.dynamodb_pool_usage import bounded
 from smq_lambda.adapters.item_codec import (
+    ARCHIVE_SEPARATOR,
     Item,
     archive_key,
     archived,
     attempt_end_day,
-    decode_page_token,
-    encode_page_token,
     format_time,
     from_item,
     owner_state_key,
     pending_team_key,
     to_item,
 )
+from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
+from smq_lambda.adapters.pending_listing import listing_changes, pending_job
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.warm_pools import WarmPoolStatus
 from smq_lambda.errors import (
     AlarmServiceError,
     JobConflict,
@@ -44,7 +46,8 @@ from smq_lambda.errors import (
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import InUse, JobPage, PoolUsageReport
+from smq_lambda.pool_usage import PoolUsageReport
+from smq_lambda.ports import InUse, JobPage
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 
 from tests.support.aws import pending_index_attributes
@@ -102,7 +105,7 @@ class InMemoryJobStore:
     def create(self, job: Job, *, register_team: bool = False) -> Job:
         stored = replace(job, version=1)
         with self._lock:
-            self._pools.update(job.demand)
+            self._pools.update(job.pending_pools)
             existing = self._items.get(job.name)
             if existing is not None:
                 if existing["job_id"]["S"] == job.job_id:
@@ -112,13 +115,13 @@ class InMemoryJobStore:
                 earlier = from_item(existing)
                 stored = replace(stored, earlier_job_ids=(earlier.job_id, *earlier.earlier_job_ids)[:MAX_EARLIER_JOBS])
                 self._items[archive_key(job.name, earlier.job_id)] = archived(existing)
-            self._write(job.name, to_item(stored, ttl_days=self._ttl_days))
+            self._write(stored)
             if register_team and job.team:
                 self._team_tags[job.team] = job.submitted_at.replace(microsecond=0)
         return stored
 
     def get(self, name: str, *, job_id: str | None = None) -> Job | None:
-        if job_id is not None and not JOB_ID_PATTERN.fullmatch(job_id):
+        if ARCHIVE_SEPARATOR in name or (job_id is not None and not JOB_ID_PATTERN.fullmatch(job_id)):
             return None
         with self._lock:
             item = self._items.get(name)
@@ -137,17 +140,24 @@ class InMemoryJobStore:
                 or existing["job_id"]["S"] != job.job_id
             ):
                 raise VersionConflict(job.name)
-            self._write(job.name, to_item(job, ttl_days=self._ttl_days))
+            self._write(job)
         return job
 
-    def _write(self, name: str, item: Item) -> None:
-        self._items[name] = item
+    def _write(self, job: Job) -> None:
+        """The job's item and its listing items, at once (the DynamoDB store's transaction)."""
+        item = to_item(job, ttl_days=self._ttl_days)
+        self._items[job.name] = item
+        for key, listed in listing_changes(job, item).items():
+            if listed is None:
+                self._items.pop(key, None)
+            else:
+                self._items[key] = listed
         if self._index_lag:
             self._earlier.append(dict(self._items))
 
     def in_use(self) -> InUse:
         with self._lock:
-            live = [item for item in self._items.values() if "order_key" in item and item["state"]["S"] in LIVE_STATES]
+            live = [item for item in self._items.values() if _job_state(item) in LIVE_STATES]
             outside = {
                 pool: total
                 for pool, entries in self._outside.items()
@@ -168,7 +178,7 @@ class InMemoryJobStore:
         items = self._indexed(lambda item: _pending_in(item, pool, team))[: max(limit, 0)]
         with self._lock:
             self.window_reads += len(items)
-        return [from_item({key: value for key, value in item.items() if key in projected}) for item in items]
+        return [pending_job({key: value for key, value in item.items() if key in projected}) for item in items]
 
     def count_pending(
         self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
@@ -215,9 +225,10 @@ class InMemoryJobStore:
 
         def matches(item: Item) -> bool:
             """As the index: by owner, only items that carry the owner's key of their state."""
-            state = item["state"]["S"]
+            state = _job_state(item)
             return (
-                state in wanted
+                state is not None
+                and state in wanted
                 and (pool is None or item["pool"]["S"] == pool)
                 and (owner is None or item.get("owner_state") == {"S": owner_state_key(owner, JobState(state))})
                 and item["order_key"]["S"] > after
@@ -237,7 +248,7 @@ class InMemoryJobStore:
             items = [
                 item
                 for item in seen.values()
-                if ("order_key" in item and item["state"]["S"] in LIVE_STATES)
+                if _job_state(item) in LIVE_STATES
                 or (
                     "attempt_end" in item
                     and since <= item["attempt_end"]["S"]
@@ -249,7 +260,7 @@ class InMemoryJobStore:
     def all_jobs(self) -> list[Job]:
         """The newest job of every name, finished ones included, by name: for invariant checks."""
         with self._lock:
-            items = [self._items[name] for name in sorted(self._items) if "order_key" in self._items[name]]
+            items = [self._items[name] for name in sorted(self._items) if _job_state(self._items[name]) is not None]
         return [from_item(item) for item in items]
 
     def item(self, name: str) -> Item | None:
@@ -264,6 +275,12 @@ class InMemoryJobStore:
             seen = self._earlier[0] if self._index_lag and self._earlier else self._items
             items = [item for item in seen.values() if "order_key" in item and keep(item)]
         return sorted(items, key=lambda item: item["order_key"]["S"])
+
+
+def _job_state(item: Item) -> str | None:
+    """The state of a current job's item (in the by-state index); None for an archived job's item
+    or a listing item."""
+    return item["state"]["S"] if "order_key" in item and "state" in item else None
 
 
 def _pending_in(item: Item, pool: str, team: str | None) -> bool:
@@ -289,6 +306,8 @@ class FakeTrainingJob:
     training_time_s: int | None = None
     billable_time_s: int | None = None
     """TrainingTimeInSeconds and BillableTimeInSeconds, which SageMaker reports once the job ended."""
+    warm_pool: WarmPoolStatus | None = None
+    """Its WarmPoolStatus, as `describe` reports it."""
 
     @property
     def tags(self) -> dict[str, str]:
@@ -320,7 +339,7 @@ class _LostAnswer:
 class FakeTrainingService:
     """The TrainingService port in memory.
 
-    - `start_calls` / `stop_calls` record every call, in order (training job names).
+    - `start_calls` / `stop_calls` / `warm_pool_ends` record every call, in order (training job names).
     - `refuse(job_name, ...)` makes starts of a queue job fail, lasting or transient, for `times`
       calls (None: until `allow`).
     - `lose_answer(job_name, created=...)` makes starts of a queue job raise StartOutcomeUnknown, as
@@ -338,6 +357,7 @@ class FakeTrainingService:
     jobs: dict[str, FakeTrainingJob] = field(default_factory=dict, init=False)
     start_calls: list[str] = field(default_factory=list, init=False)
     stop_calls: list[str] = field(default_factory=list, init=False)
+    warm_pool_ends: list[str] = field(default_factory=list, init=False)
     _refusals: dict[str, _Refusal] = field(default_factory=dict, init=False, repr=False)
     _lost_answers: dict[str, _LostAnswer] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -389,6 +409,10 @@ class FakeTrainingService:
             else:
                 job.enter("Stopping", "Stopping", self.clock())
 
+    def end_warm_pool(self, training_job_name: str) -> None:
+        with self._lock:
+            self.warm_pool_ends.append(training_job_name)
+
     def describe(self, training_job_name: str) -> TrainingJobStatus | None:
         with self._lock:
             job = self.jobs.get(training_job_name)
@@ -403,6 +427,7 @@ class FakeTrainingService:
                 secondary_status_transitions=tuple(dict(transition) for transition in job.transitions),
                 training_time_seconds=job.training_time_s,
                 billable_time_seconds=job.billable_time_s,
+                warm_pool=job.warm_pool,
             )
 
     def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:

@@ -144,6 +144,17 @@ def _request(name: str, priority: int, instances: int = 1, **tags: str) -> dict[
     return request
 
 
+def _flexible(name: str, priority: int, *types: str) -> dict[str, Any]:
+    """A request preferring one instance of each of `types`, in order: a pending job listed in each
+    type's pool (adapters/pending_listing.py)."""
+    request = _request(name, priority)
+    request["ResourceConfig"] = {
+        "InstancePreferences": [{"InstanceType": kind, "InstanceCount": 1} for kind in types],
+        "VolumeSizeInGB": 30,
+    }
+    return request
+
+
 def _refused(stack: RecordedStack, function: str) -> list[str]:
     return denied(stack.policy(function), stack.calls[function], stack.arns)
 
@@ -164,6 +175,8 @@ def test_the_api_function_may_do_what_each_of_its_routes_does(stack: RecordedSta
     an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     assert _api(stack, "GET", "/attempts", **{"from": an_hour_ago})["status"] == 200
     assert _api(stack, "DELETE", "/jobs/api-job")["status"] == 202
+    assert _api(stack, "POST", "/add-job", _flexible("api-flexible", 3, "ml.g5.xlarge", POOL))["status"] == 202
+    assert _api(stack, "DELETE", "/jobs/api-flexible")["status"] == 202
     operations = {call.operation for call in stack.calls["ApiFunction"]}
     assert operations >= {"PutItem", "GetItem", "Query", "UpdateItem", "DeleteItem", "GetParameter", "SendMessage"}
     refused = _refused(stack, "ApiFunction")
@@ -230,7 +243,10 @@ def test_the_scheduler_function_may_do_what_each_of_its_paths_does(stack: Record
         Name=stack.resources.policy_parameter, Value=json.dumps({"required_tags": ["project"]}), Overwrite=True
     )
     assert _api(stack, "POST", "/add-job", _request("sched-low", 1, instances=20, project="p"))["status"] == 202
+    flexible = {**_flexible("sched-flexible", 0, "ml.g5.xlarge", POOL), "Tags": _request("x", 0, project="p")["Tags"]}
+    assert _api(stack, "POST", "/add-job", flexible)["status"] == 202
     _scheduler(stack, scheduled_event())
+    assert _api(stack, "GET", "/jobs/sched-flexible")["body"]["state"] == "starting"
     low = _attempt(stack, "sched-low")
     _training_job(low).training_job_status, _training_job(low).secondary_status = "InProgress", "Training"
     _scheduler(stack, _state_change(low))

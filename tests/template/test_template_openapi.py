@@ -60,6 +60,9 @@ JOB = {
     "attempt_outcomes": {"preempted": 1},
     "history": [{"at": "2024-05-01T12:10:00Z", "by": "arn:aws:iam::111122223333:user/alice", "what": "priority 0 → 5"}],
     "earlier_job_ids": [],
+    "instance_preferences": [],
+    "selected_instance_type": None,
+    "selected_instance_count": None,
 }
 REQUEST = {
     "TrainingJobName": "resnet-a",
@@ -147,7 +150,7 @@ def test_contract_shapes_validate(openapi_doc: dict[str, Any]) -> None:
     validator(openapi_doc, "JobList").validate({"jobs": [JOB, {**JOB, "position": None}], "next_token": None})
     validator(openapi_doc, "PoolList").validate(
         {
-            "pools": [{"pool": "ml.g5.xlarge", "capacity": 2, "in_use": 2, "pending": 3, "head": "x"}],
+            "pools": [{"pool": "ml.g5.xlarge", "capacity": 2, "in_use": 2, "warm": 1, "pending": 3, "head": "x"}],
             "measured_at": None,
         }
     )

@@ -23,9 +23,10 @@ from typing import Any
 import boto3
 
 from smq.api_client import SmqApiClient
+from smq.argument_types import instance_preference
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
 from smq.formatting import costs_table, describe_text, first_estimate_line, pools_table, quotas_table, status_table
-from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_priority
+from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_preferences, with_priority
 from smq.simulate.cli import register_simulate_command
 from smq.start_estimates import await_first_estimate
 from smq.ui.cli import register_ui_command
@@ -98,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("file", help="CreateTrainingJob request as JSON ('-' reads stdin)")
     submit.add_argument("--priority", type=int, help="replaces the request's priority tag")
     submit.add_argument("--name", help="queue it under this name instead of its TrainingJobName")
+    submit.add_argument(
+        "--prefer", action="append", type=instance_preference, default=[], metavar="TYPE[:COUNT]",
+        help="an instance type it may run on, in order of preference (repeatable; COUNT: the request's)",
+    )  # fmt: skip
     submit.add_argument("--json", action="store_true", help="print the queued job as JSON")
     submit.set_defaults(func=cmd_submit)
 
@@ -217,7 +222,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     client = _client(args)
-    job = client.add_job(with_priority(request, args.priority, replace=True))
+    job = client.add_job(with_preferences(with_priority(request, args.priority, replace=True), args.prefer))
     if args.json:
         _print_json(job)
         return EXIT_OK

@@ -43,6 +43,12 @@ def metric_rows(metrics: Mapping[str, Any]) -> list[Row]:
         ("makespan (h)", ("makespan_s",), HOUR),
         ("unfinished jobs", ("unfinished",), 1.0),
     ]
+    if "placement" in metrics:
+        rows += [
+            ("flexible jobs started at a later preference", ("placement", "started_elsewhere"), 1.0),
+            ("wait p50 flexible jobs (min)", ("placement", "flexible_wait_s", "p50"), MINUTE),
+            ("wait p95 flexible jobs (min)", ("placement", "flexible_wait_s", "p95"), MINUTE),
+        ]
     return rows
 
 

@@ -4,7 +4,9 @@
     by-owner         partition owner_state   sort order_key   one owner's jobs of one state, in order
                                                               (`<owner>#<state>`)
     pending-by-pool  partition pending_pool  sort order_key   pending jobs of one pool, in order
-                                                              (sparse: only pending items)
+                                                              (sparse: only pending items; a job
+                                                              that may use other pools has a
+                                                              listing item in each: pending_listing)
     pending-by-team  partition pending_team  sort order_key   pending jobs of one team in one pool
                                                               (`<pool>#<team>`; sparse likewise)
 
@@ -26,12 +28,12 @@ from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
 from smq_lambda.adapters.dynamodb_table import names, query_pages, transaction_busy
 from smq_lambda.adapters.item_codec import (
     Item,
-    decode_page_token,
-    encode_page_token,
     from_item,
     owner_state_key,
     pending_team_key,
 )
+from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
+from smq_lambda.adapters.pending_listing import pending_job
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.ports import JobPage
@@ -62,7 +64,7 @@ class JobIndexes:
         page_size = min(limit, self._page_size or limit)
         index, placeholder, key = _pending_partition(pool, team)
         items = self._query(index, placeholder, key, page_size=page_size)
-        return [from_item(item) for item in itertools.islice(items, limit)]
+        return [pending_job(item) for item in itertools.islice(items, limit)]
 
     def count_pending(
         self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None

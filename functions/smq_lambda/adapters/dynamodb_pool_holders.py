@@ -7,8 +7,9 @@
 * **Training jobs outside the queue** are kept in the same items (`outside`, elements
   `<training job>=<instances>`) from their state-change events, and replaced by what SageMaker lists
   during reconciliation.
-* The registry item `#pools` names every pool a job was submitted to or an outside job used, so a
-  pass knows which usage items exist without a scan; and, one attribute `team#<value>` each (the
+* The registry item `#pools` names every pool a job was submitted to (a spot job's spot pools
+  `<type>:spot` included) or an outside job used, so a pass knows which usage items exist without
+  a scan; and, one attribute `team#<value>` each (the
   epoch second of the latest submission), every team tag value jobs were submitted with while
   quotas were configured, so a pass knows which `pending-by-team` partitions may hold jobs, those of
   removed teams included. Only then (submission asks the store to): submission then refuses values
@@ -23,7 +24,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,14 +88,14 @@ class PoolHolderItems:
         item = get_item(self._client, self._table, POOLS_KEY)
         return set(item["pools"]["SS"]) if item is not None and "pools" in item else set()
 
-    def register(self, demand: Mapping[str, int], *, team: str | None = None, at: int = 0) -> None:
+    def register(self, pools: Collection[str], *, team: str | None = None, at: int = 0) -> None:
         """Name the pools, and the team tag value (registered at epoch second `at` unless it is
         already), in the registry before any job or outside job of them is written: one UpdateItem."""
-        if not demand:
+        if not pools:
             return
         expression = "ADD #pools :pools"
         attribute_names = {"#pools": "pools"}
-        values: dict[str, Any] = {":pools": {"SS": sorted(demand)}}
+        values: dict[str, Any] = {":pools": {"SS": sorted(pools)}}
         if team:
             expression += " SET #team = if_not_exists(#team, :at)"
             attribute_names["#team"] = f"{TEAM_TAG_PREFIX}{team}"
@@ -137,9 +138,13 @@ class PoolHolderItems:
 
     def live_updates(self, job: Job) -> list[dict[str, Any]]:
         """The job's name added to (live) or removed from (otherwise) each of its pools' `live` sets:
-        actions of the transaction that saves the job."""
+        actions of the transaction that saves the job. A flexible job back in the queue needs its
+        listed pool again, not its attempt's: it is removed from the pool its attempt held too."""
         operation = "ADD" if job.state in LIVE_STATES else "DELETE"
         members = {":member": {"SS": [job.name]}}
+        pools = dict.fromkeys(job.demand)
+        if operation == "DELETE" and job.selected is not None:
+            pools.update(dict.fromkeys(job.selected.demand))
         return [
             {
                 "Update": {
@@ -150,7 +155,7 @@ class PoolHolderItems:
                     "ExpressionAttributeValues": members,
                 }
             }
-            for pool in job.demand
+            for pool in pools
         ]
 
     def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
@@ -174,7 +179,7 @@ class PoolHolderItems:
         for name, demand in jobs.items():
             for pool, count in demand.items():
                 entries.setdefault(pool, []).append(outside_entry(name, count))
-        self.register(dict.fromkeys(entries, 0))
+        self.register(entries)
         for pool in sorted(self.registered() | set(entries)):
             request: dict[str, Any] = {
                 "TableName": self._table,

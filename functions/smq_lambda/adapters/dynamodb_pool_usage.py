@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 
 USAGE_KEY = {"name": {"S": "#pool-usage"}}
 """Job names cannot contain '#', so the report can never collide with a job. It carries none of the
@@ -115,6 +115,7 @@ def _to_item(report: PoolUsageReport) -> dict[str, Any]:
         "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in report.estimates.values()]},
         "first_estimates": {"L": [{"M": _given_to_item(given)} for given in report.first_estimates.values()]},
         "budget_held": {"L": [{"S": name} for name in sorted(report.budget_held)[:MAX_ESTIMATES]]},
+        "spot_rates": {"M": {kind: {"N": f"{rate:.6f}"} for kind, rate in report.spot_rates.items()}},
     }
 
 
@@ -206,6 +207,8 @@ def _pool_to_item(pool: PoolMeasure) -> dict[str, Any]:
     item = {"pool": {"S": pool.pool}, "capacity": capacity, "in_use": {"N": str(pool.in_use)}}
     if pool.head is not None:
         item["head"] = {"S": pool.head}
+    if pool.warm:
+        item["warm"] = {"N": str(pool.warm)}
     return item
 
 
@@ -216,6 +219,7 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
             capacity=None if "NULL" in entry["M"]["capacity"] else int(entry["M"]["capacity"]["N"]),
             in_use=int(entry["M"]["in_use"]["N"]),
             head=entry["M"]["head"]["S"] if "head" in entry["M"] else None,
+            warm=int(entry["M"]["warm"]["N"]) if "warm" in entry["M"] else 0,
         )
         for entry in item["pools"]["L"]
     )
@@ -229,4 +233,5 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
         estimates={estimate.job_name: estimate for estimate in estimates},
         first_estimates={given.job_name: given for given in first},
         budget_held=frozenset(entry["S"] for entry in item.get("budget_held", {}).get("L", ())),
+        spot_rates={kind: float(rate["N"]) for kind, rate in item.get("spot_rates", {}).get("M", {}).items()},
     )

@@ -9,7 +9,8 @@ What a scheduling pass reads is bounded by capacity, not by the depth of the que
   held is never less than what is held. (The by-state index, eventually consistent, could show a
   job that has just started as still pending, and a pass reading it would count that job's
   instances as free.)
-* **Pending jobs are read a window at a time** through the pending index (see dynamodb_indexes).
+* **Pending jobs are read a window at a time** through the pending index (see dynamodb_indexes); a
+  job that may use several pools is in each one's window (pending_listing).
 * Training jobs outside the queue and the registry of pools are kept in the pool items
   (dynamodb_pool_holders).
 
@@ -48,6 +49,7 @@ from smq_lambda.adapters.dynamodb_table import (
     transaction_busy,
 )
 from smq_lambda.adapters.item_codec import (
+    ARCHIVE_SEPARATOR,
     IMMUTABLE_ATTRIBUTES,
     OPTIONAL_ATTRIBUTES,
     Item,
@@ -56,7 +58,9 @@ from smq_lambda.adapters.item_codec import (
     from_item,
     to_item,
 )
+from smq_lambda.adapters.pending_listing import listing_changes
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
+from smq_lambda.domain.purchase import spot_pool
 from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
 from smq_lambda.ports import InUse, JobPage
@@ -117,13 +121,15 @@ class DynamoJobStore:
         this very job ───────▶ returned as stored (a retried request whose first try landed)
         """
         team = job.team if register_team else None
-        self._pools.register(job.demand, team=team, at=int(job.submitted_at.timestamp()))
+        spot_pools = [spot_pool(instance_type) for instance_type in job.pending_pools if job.purchase.spot]
+        pools = (*job.pending_pools, *spot_pools)  # a spot job may hold its types' spot pools
+        self._pools.register(pools, team=team, at=int(job.submitted_at.timestamp()))
         self._remember_request(job.name, job.job_id, 1, request_digest(job.request))
         for _ in range(CREATE_ROUNDS):
             taken = self._put_new(job)
             if taken is None:
                 return self._team_submitted(replace(job, version=1), team)
-            holder: Item = taken.response["Item"]
+            holder = _holder(taken)
             if holder["job_id"]["S"] == job.job_id:
                 return from_item(holder)
             state = holder["state"]["S"]
@@ -146,22 +152,31 @@ class DynamoJobStore:
         return job
 
     def _put_new(self, job: Job) -> ClientError | None:
-        """Put version 1 where no item has the name; otherwise the failed condition, whose response
-        holds the item that has the name (ReturnValuesOnConditionCheckFailure)."""
+        """Put version 1 where no item has the name (with its listing items, in one transaction);
+        otherwise the failed condition, whose response holds the item that has the name
+        (ReturnValuesOnConditionCheckFailure: `_holder`)."""
         condition = "attribute_not_exists(#name)"
+        item = to_item(replace(job, version=1), ttl_days=self._ttl_days)
+        put = {
+            "TableName": self._table,
+            "Item": item,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names(condition),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        listings = self._listing_actions(job, item)
         try:
             with unavailable_as_typed(transaction_busy):
-                self._client.put_item(
-                    TableName=self._table,
-                    Item=to_item(replace(job, version=1), ttl_days=self._ttl_days),
-                    ConditionExpression=condition,
-                    ExpressionAttributeNames=names(condition),
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+                if listings:
+                    self._client.transact_write_items(TransactItems=[{"Put": put}, *listings])
+                else:
+                    self._client.put_item(**put)
         except ClientError as exc:
-            if not condition_failed(exc):
-                raise
-            return exc
+            if condition_failed(exc) or (
+                error_code(exc) == TRANSACTION_CANCELED and cancellation_codes(exc)[:1] == [CONDITION_FAILED_REASON]
+            ):
+                return exc
+            raise
         return None
 
     def _replace_finished(self, job: Job, finished: Item) -> Job | None:
@@ -170,6 +185,7 @@ class DynamoJobStore:
         earlier = from_item(finished)
         stored = replace(job, version=1, earlier_job_ids=(earlier.job_id, *earlier.earlier_job_ids)[:MAX_EARLIER_JOBS])
         condition = "#job_id = :job_id AND #version = :version"
+        item = to_item(stored, ttl_days=self._ttl_days)
         try:
             with unavailable_as_typed(transaction_busy):
                 self._client.transact_write_items(
@@ -178,7 +194,7 @@ class DynamoJobStore:
                         {
                             "Put": {
                                 "TableName": self._table,
-                                "Item": to_item(stored, ttl_days=self._ttl_days),
+                                "Item": item,
                                 "ConditionExpression": condition,
                                 "ExpressionAttributeNames": names(condition),
                                 "ExpressionAttributeValues": {
@@ -187,6 +203,7 @@ class DynamoJobStore:
                                 },
                             }
                         },
+                        *self._listing_actions(stored, item),
                     ]
                 )
         except ClientError as exc:
@@ -204,7 +221,9 @@ class DynamoJobStore:
         entering or leaving the live states, so its pools' `live` sets are updated in the same
         transaction (adding a member twice or removing an absent one changes nothing, so the old
         state need not be known), except when the state machine says it was live already (it enters
-        running, preempting or stopping); a job that never had an attempt was never live.
+        running, preempting or stopping); a job that never had an attempt was never live. A job that
+        may use other pools has its listing items put or deleted in the same transaction
+        (pending_listing.py); any other job is written by one UpdateItem.
         """
         if job.version != expected_version + 1:
             raise ValueError(f"job {job.name!r} must be saved as version {expected_version + 1}, not {job.version}")
@@ -212,24 +231,36 @@ class DynamoJobStore:
             raise ValueError(f"job {job.name!r} is a summary of the pending index (no request): read it by key first")
         digest = request_digest(job.request)
         known = self._requests_read.get((job.name, job.job_id, expected_version))
-        update = self._job_update(job, expected_version, with_request=known != digest)
-        if not job.attempts or job.state in ENTERED_ONLY_WHILE_LIVE:
-            self._update_job(update, job.name)
+        item = to_item(job, ttl_days=self._ttl_days)
+        update = self._job_update(job, item, expected_version, with_request=known != digest)
+        live = [] if not job.attempts or job.state in ENTERED_ONLY_WHILE_LIVE else self._pools.live_updates(job)
+        listings = self._listing_actions(job, item)
+        if live or listings:
+            self._transact([{"Update": update}, *live, *listings], job.name)
         else:
-            self._transact([{"Update": update}, *self._pools.live_updates(job)], job.name)
+            self._update_job(update, job.name)
         self._remember_request(job.name, job.job_id, job.version, digest)
         return job
+
+    def _listing_actions(self, job: Job, item: Item) -> list[dict[str, Any]]:
+        """The Put or Delete of each of the job's listing items a write of it makes (pending_listing)."""
+        return [
+            {"Put": {"TableName": self._table, "Item": listed}}
+            if listed is not None
+            else {"Delete": {"TableName": self._table, "Key": {"name": {"S": key}}}}
+            for key, listed in listing_changes(job, item).items()
+        ]
 
     def _remember_request(self, name: str, job_id: str, version: int, digest: str) -> None:
         if len(self._requests_read) >= REMEMBERED_REQUESTS:
             self._requests_read.clear()
         self._requests_read[(name, job_id, version)] = digest
 
-    def _job_update(self, job: Job, expected_version: int, *, with_request: bool) -> dict[str, Any]:
-        """The UpdateItem request that turns the stored item into `job`'s, if still at `expected_version`."""
-        item = to_item(job, ttl_days=self._ttl_days)
+    def _job_update(self, job: Job, item: Item, expected_version: int, *, with_request: bool) -> dict[str, Any]:
+        """The UpdateItem request that turns the stored item into `job`'s (`item`), if still at
+        `expected_version`."""
         if not with_request:
-            del item["request"]
+            item = {attribute: value for attribute, value in item.items() if attribute != "request"}
         placeholders = {"#version": "version", "#job_id": "job_id"}
         values: dict[str, Any] = {":expected": {"N": str(expected_version)}, ":job_id": {"S": job.job_id}}
         sets = []
@@ -293,8 +324,9 @@ class DynamoJobStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, name: str, *, job_id: str | None = None) -> Job | None:
-        """The newest job of the name; with `job_id`, that job, newest or earlier (until its TTL)."""
-        if job_id is not None and not JOB_ID_PATTERN.fullmatch(job_id):
+        """The newest job of the name; with `job_id`, that job, newest or earlier (until its TTL). A
+        name with '#' is no job's: the table's other keys (item_codec) have it."""
+        if ARCHIVE_SEPARATOR in name or (job_id is not None and not JOB_ID_PATTERN.fullmatch(job_id)):
             return None
         item = get_item(self._client, self._table, name)
         if job_id is not None and (item is None or item["job_id"]["S"] != job_id):
@@ -341,6 +373,13 @@ class DynamoJobStore:
 
     def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
         return self._attempts.jobs_with_attempts_since(start, now)
+
+
+def _holder(taken: ClientError) -> Item:
+    """The item that has the name, returned by a failed PutItem or by a transaction's failed Put."""
+    returned = taken.response["CancellationReasons"][0] if "CancellationReasons" in taken.response else taken.response
+    holder: Item = returned["Item"]
+    return holder
 
 
 def request_digest(request: Mapping[str, Any]) -> str:

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
 from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.errors import VersionConflict
-from smq_lambda.ports import TeamUsageRecord
+from smq_lambda.pool_usage import TeamUsageRecord
 
 TEAM_USAGE_KEY = {"name": {"S": "#team-usage"}}
 CONDITION_FAILED = "ConditionalCheckFailedException"

@@ -14,7 +14,9 @@ Item layout (partition key `name`):
                                                    pinned)
     attempts                                    L  of M (number, training_job_name, started_at, ...):
                                                    the most recent MAX_INLINE_ATTEMPTS only; an
-                                                   attempt of a flexible job has its `placement` (M)
+                                                   attempt of a flexible job has its `placement` (M),
+                                                   one whose keep-alive the queue decided its
+                                                   `keep_alive_s` (N)
     earlier_attempts                            N  attempts no longer kept in full (absent when 0)
     earlier_outcomes                            M  {outcome: N} of those (absent when empty)
     history                                     L  of M (at, by, what): notable changes, the most
@@ -27,6 +29,9 @@ Item layout (partition key `name`):
                                                    when None)
     budget_override                             BOOL  true when tagged `smq:budget-override` (absent
                                                    when false)
+    purchase                                    S  spot or spot_only (domain/purchase.py; absent: on demand)
+    warm_key                                    S  the warm-pool matching digest (domain/warm_pools.py;
+                                                   absent when it leaves and reuses none)
     expected_duration_s, max_runtime_s          N  the `smq:expected-duration` tag and StoppingCondition.
                                                    MaxRuntimeInSeconds, in seconds (absent when None)
     request                                     S  JSON text: the CreateTrainingJob dict exactly as
@@ -51,10 +56,11 @@ the bounded lists above and the API's 256 KB request limit a job always fits Dyn
 Items written before `team`, `expected_duration_s`, `max_runtime_s`, `family` and `pending_team`
 existed decode with None for the four fields; such a pending job is in no team's window until its
 next write (every pool window still shows it), and its family comes from its name. The pending
-indexes project the four fields: a stack
-deployed before them must have its pending indexes recreated, since DynamoDB cannot change a GSI's
-projection in place (see the QueueTable comment in template.yaml). They project `budget_override`
-too (a pass decides over its windows); an item without it is a job not overridden.
+indexes project the four fields: a stack deployed before them must have its pending indexes
+recreated, since DynamoDB cannot change a GSI's projection in place (see the QueueTable comment in template.yaml). They project `budget_override`
+and `purchase` too (a pass decides over its windows); an item without them is a job not
+overridden, on demand (a spot job queued before `purchase` existed counts in its type's pool).
+They project `warm_key`: a job queued before it existed reuses no warm pool.
 
 Items written before `owner_state` existed are in no owner's listing until their next write sets
 it (a save writes every attribute but the immutable ones); a finished one, never written again,
@@ -64,28 +70,27 @@ Earlier jobs of a reused name (see `archived`) live under the key `<name>#<job_i
 `order_key`, `owner_state`, `pending_pool` or `pending_team`: they are in no index. The table's
 other keys cannot collide with a job or with each other: job names never contain '#' (and never
 '.', which every idempotency record key `<function>#<hash>` has); the scheduler lease is
-`#scheduler-lease`, the pool usage report `#pool-usage` and the teams' usage `#team-usage`, which no
-job name starts with.
+`#scheduler-lease`, the pool usage report `#pool-usage`, the teams' usage `#team-usage` and a pending
+job's listing item in another pool `#listing#<pool>#<name>` (pending_listing.py: it is in the
+pending indexes only), which no job name starts with.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import ORDER_KEY_PATTERN, Attempt, Change, Job, order_key
+from smq_lambda.domain.model import Attempt, Change, Job, order_key
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
-from smq_lambda.errors import InvalidRequest
 
 Item = dict[str, dict[str, Any]]
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_TOKEN_VERSION = 1
 MAX_TEXT_CHARS = 1024
 """The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
 ARCHIVE_SEPARATOR = "#"
@@ -105,6 +110,8 @@ OPTIONAL_ATTRIBUTES = (
     "team",
     "family",
     "budget_override",
+    "purchase",
+    "warm_key",
     "placements",
     "expected_duration_s",
     "max_runtime_s",
@@ -187,6 +194,10 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         item["family"] = {"S": job.family}
     if job.budget_override:
         item["budget_override"] = {"BOOL": True}
+    if job.purchase is not Purchase.ON_DEMAND:
+        item["purchase"] = {"S": str(job.purchase)}
+    if job.warm_key is not None:
+        item["warm_key"] = {"S": job.warm_key}
     if job.placements:
         item["placements"] = {"L": [{"M": _placement_to_map(placement)} for placement in job.placements]}
     if job.expected_duration_s is not None:
@@ -246,6 +257,8 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         team=_optional_s(item, "team"),
         family=_optional_s(item, "family"),
         budget_override=item.get("budget_override", {}).get("BOOL", False),
+        purchase=Purchase(_optional_s(item, "purchase") or Purchase.ON_DEMAND),
+        warm_key=_optional_s(item, "warm_key"),
         placements=tuple(_placement_from_map(entry["M"]) for entry in item.get("placements", {"L": []})["L"]),
         expected_duration_s=_optional_n(item, "expected_duration_s"),
         max_runtime_s=_optional_n(item, "max_runtime_s"),
@@ -283,30 +296,6 @@ def bounded_text(text: str) -> str:
     return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
 
-def encode_page_token(after_order_key: str) -> str:
-    """An opaque cursor: the order key of the last job of the page (base64url of a small JSON)."""
-    payload = json.dumps({"v": _TOKEN_VERSION, "after": after_order_key}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
-
-
-def decode_page_token(token: str) -> str:
-    """The order key a page token continues after; a token this API did not issue is bad input."""
-    try:
-        payload = json.loads(base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode()))
-    except ValueError as exc:
-        raise _bad_token() from exc
-    if not isinstance(payload, dict) or payload.get("v") != _TOKEN_VERSION:
-        raise _bad_token()
-    after = payload.get("after")
-    if not isinstance(after, str) or not ORDER_KEY_PATTERN.fullmatch(after):
-        raise _bad_token()
-    return after
-
-
-def _bad_token() -> InvalidRequest:
-    return InvalidRequest("next_token", "next_token is not a token returned by GET /jobs")
-
-
 def _attempt_to_map(attempt: Attempt) -> Item:
     entry: Item = {
         "number": {"N": str(attempt.number)},
@@ -324,6 +313,8 @@ def _attempt_to_map(attempt: Attempt) -> Item:
         entry["warned_at"] = {"S": format_time(attempt.warned_at)}
     if attempt.placement is not None:
         entry["placement"] = {"M": _placement_to_map(attempt.placement)}
+    if attempt.keep_alive_s is not None:
+        entry["keep_alive_s"] = {"N": str(attempt.keep_alive_s)}
     return entry
 
 
@@ -338,6 +329,7 @@ def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
         backfill=bool(entry["backfill"]["BOOL"]),
         warned_at=_optional_time(entry, "warned_at"),
         placement=_placement_from_map(entry["placement"]["M"]) if "placement" in entry else None,
+        keep_alive_s=_optional_n(entry, "keep_alive_s"),
     )
 
 

@@ -29,6 +29,7 @@ from smq_lambda.domain.held_instances import held_instances
 from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, STACK_TAG, Job
 from smq_lambda.domain.placement import pinned_request
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.warm_pools import warm_pool_status_of, with_keep_alive
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
 logger = Logger(service="smq", child=True)
@@ -108,14 +109,16 @@ def attempt_tags(job: Job, stack: str | None) -> dict[str, str]:
 
 def attempt_request(job: Job, stack: str | None = None) -> dict[str, Any]:
     """The CreateTrainingJob request of the job's current attempt: the submitted request unchanged,
-    except the attempt's name, the queue's tags (see `attempt_tags`) and, for a flexible job, the
-    instances pinned to the attempt's placement (domain/placement.py)."""
+    except the attempt's name, the queue's tags (see `attempt_tags`), for a flexible job the
+    instances pinned to the attempt's placement (domain/placement.py), and the keep-alive the queue
+    decided (domain/warm_pools.py)."""
     attempt = job.current_attempt
     if attempt is None:
         raise ValueError(f"job {job.name!r} has no attempt to start")
     request = copy.deepcopy(dict(job.request))
     if attempt.placement is not None:
         request = pinned_request(request, attempt.placement)
+    with_keep_alive(request, attempt.keep_alive_s)
     own_tags = [tag for tag in request.get("Tags") or () if not str(tag.get("Key", "")).startswith(QUEUE_TAG_PREFIX)]
     request["TrainingJobName"] = attempt.training_job_name
     request["Tags"] = [*own_tags, *({"Key": key, "Value": value} for key, value in attempt_tags(job, stack).items())]
@@ -242,6 +245,20 @@ class SageMakerTrainingService:
         except BotoCoreError as exc:
             raise service_error("StopTrainingJob", exc) from exc
 
+    def end_warm_pool(self, training_job_name: str) -> None:
+        """UpdateTrainingJob answers ValidationException for a training job whose warm pool is not
+        available (reused, terminated, never kept): nothing is left to end."""
+        try:
+            self._client.update_training_job(
+                TrainingJobName=training_job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
+            )
+        except ClientError as exc:
+            if error_code(exc) in STOP_DONE_ERRORS:
+                return
+            raise service_error("UpdateTrainingJob", exc) from exc
+        except BotoCoreError as exc:
+            raise service_error("UpdateTrainingJob", exc) from exc
+
     def describe(self, training_job_name: str) -> TrainingJobStatus | None:
         """The job's status (DescribeTrainingJob has no tags: callers know the job already)."""
         response = self._describe(training_job_name)
@@ -256,6 +273,7 @@ class SageMakerTrainingService:
             secondary_status_transitions=tuple(response.get("SecondaryStatusTransitions") or ()),
             training_time_seconds=response.get("TrainingTimeInSeconds"),
             billable_time_seconds=response.get("BillableTimeInSeconds"),
+            warm_pool=warm_pool_status_of(response),
         )
 
     def outside_in_progress(self, queue_attempts: Collection[str]) -> dict[str, dict[str, int]]:

@@ -13,11 +13,14 @@ read the same document from a file.
      "usage_half_life_s": 3600,
      "prices": {"ml.p5.48xlarge": 55.04},                 $ per instance-hour (cost_document.py)
      "cost_tags": ["project"],
-     "budgets": {"vision": {"monthly_usd": 50000, "action": "hold"}}}
+     "budgets": {"vision": {"monthly_usd": 50000, "action": "hold"}},
+     "spot": {"pools": {"ml.p5.48xlarge": 4}, ...},          spot capacity as `<type>:spot` pools (spot_document.py)
+     "training_plans": {"p5-reserved": {...}},             reserved capacity as pools (plan_document.py)
+     "warm_pools": {"max_keep_alive_s": 1800}}             keep-alives the queue decides (warm_pool_document.py)
 
 Two forms. The document is the *full* form above when any of its keys is one of the full form's
 top-level keys (pools, team_tag, quotas, preemption, aging, usage_half_life_s, prices, cost_tags,
-budgets); then `pools` is required and any other key is refused. Otherwise it is the *flat* form of the queue before teams,
+budgets, spot, training_plans, warm_pools); then `pools` is required and any other key is refused. Otherwise it is the *flat* form of the queue before teams,
 `{"ml.g5.xlarge": 8}`: every key an instance type, every value its count, and it means
 `{"pools": {...}}`. An instance type is never one of those words, so the two cannot be confused;
 `{}` is the flat form with no pool.
@@ -52,6 +55,8 @@ from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.domain.budgets import Budget
 from smq_lambda.domain.cost_document import COST_KEYS, parse_cost_sections
 from smq_lambda.domain.costs import Prices
+from smq_lambda.domain.plan_document import TrainingPlan, parse_training_plans, with_plan_pools
+from smq_lambda.domain.spot_document import SpotSection, parse_spot_section, with_spot_pools
 from smq_lambda.domain.teams import (
     DEFAULT_TEAM_TAG,
     DEFAULT_USAGE_HALF_LIFE_S,
@@ -63,9 +68,21 @@ from smq_lambda.domain.teams import (
     Sharing,
     Teams,
 )
+from smq_lambda.domain.warm_pool_document import WarmPoolPolicy, parse_warm_pools
 from smq_lambda.errors import ConfigError
 
-TOP_LEVEL_KEYS = ("pools", "team_tag", "quotas", "preemption", "aging", "usage_half_life_s", *COST_KEYS)
+TOP_LEVEL_KEYS = (
+    "pools",
+    "team_tag",
+    "quotas",
+    "preemption",
+    "aging",
+    "usage_half_life_s",
+    *COST_KEYS,
+    "spot",
+    "training_plans",
+    "warm_pools",
+)
 QUOTA_KEYS = ("instances", "sharing", "borrow_limit")
 PREEMPTION_KEYS = ("min_runtime_s", "max_preemptions")
 AGING_KEYS = ("per_hour", "cap")
@@ -96,6 +113,12 @@ class QueueConfigDocument:
     """The document's own prices (see cost_document.py); the prices in force add defaults to them."""
     cost_tags: tuple[str, ...] = ()
     budgets: Mapping[str, Budget] = field(default_factory=dict)
+    spot: SpotSection | None = None
+    """The `spot` section (spot_document.py); its pools are in `pools`, each named `<type>:spot`."""
+    training_plans: Mapping[str, TrainingPlan] = field(default_factory=dict)
+    """Per name, the training plans (plan_document.py); their pools are in `pools`, each `plan:<name>`."""
+    warm_pools: WarmPoolPolicy | None = None
+    """The `warm_pools` section (warm_pool_document.py); None: keep-alives are sent as submitted."""
 
 
 def parse_config_document(value: Any, *, source: str) -> QueueConfigDocument:
@@ -135,7 +158,10 @@ class _Parser:
             )
         if "pools" not in value:
             raise self.fail("pools", "is required: the instances of each instance type the queue may hold")
-        pools = self.pools(value["pools"], path="pools")
+        on_demand = self.pools(value["pools"], path="pools")
+        spot = parse_spot_section(value["spot"], on_demand, self) if "spot" in value else None
+        training_plans = parse_training_plans(value.get("training_plans", {}), self)
+        pools = with_plan_pools(with_spot_pools(on_demand, spot, self), training_plans, self)
         teams = Teams(
             tag=self.tag_key(value.get("team_tag", DEFAULT_TEAM_TAG), "team_tag"),
             quotas=self.quotas(value.get("quotas", {}), pools),
@@ -157,6 +183,9 @@ class _Parser:
             prices=costs.prices,
             cost_tags=costs.cost_tags,
             budgets=costs.budgets,
+            spot=spot,
+            training_plans=training_plans,
+            warm_pools=parse_warm_pools(value["warm_pools"], self) if "warm_pools" in value else None,
         )
 
     def pools(self, value: Any, *, path: str) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """The instances a CreateTrainingJob request asks for, and SageMaker's rules for heterogeneous clusters.
 
 A request names one instance type and count, or `ResourceConfig.InstanceGroups` (a heterogeneous
-cluster: named groups, each of one type). botocore's model states the shape (at most 5 groups, 5 group
+cluster: named groups, each of one type), or `ResourceConfig.InstancePreferences` (a flexible job:
+domain/instance_preferences.py). botocore's model states the shape (at most 5 groups, 5 group
 names per channel); SageMaker checks the rest only when the queue starts the job, hours after it was
 accepted, so the queue refuses these at submission (the SageMaker developer guide, "Train Using a
 Heterogeneous Cluster", and the CreateTrainingJob reference):
@@ -48,7 +49,7 @@ def requested_groups(request: Mapping[str, Any]) -> list[RequestedGroup]:
     breaks a rule."""
     resources = request["ResourceConfig"]
     if "InstanceGroups" not in resources:
-        _check_channel_groups(request, names=None)
+        check_channel_groups(request, names=None)
         return [_single_group(resources)]
     names, groups = _instance_groups(resources)
     if "KeepAlivePeriodInSeconds" in resources:
@@ -57,7 +58,7 @@ def requested_groups(request: Mapping[str, Any]) -> list[RequestedGroup]:
             "cannot be given with ResourceConfig.InstanceGroups: SageMaker managed warm pools do not "
             "support heterogeneous clusters",
         )
-    _check_channel_groups(request, names)
+    check_channel_groups(request, names)
     _check_distribution_groups(request, names)
     return groups
 
@@ -110,7 +111,7 @@ def _instance_groups(resources: Mapping[str, Any]) -> tuple[list[str], list[Requ
     return names, groups
 
 
-def _check_channel_groups(request: Mapping[str, Any], names: list[str] | None) -> None:
+def check_channel_groups(request: Mapping[str, Any], names: list[str] | None) -> None:
     """Each channel's InstanceGroupNames name groups of the job (`names`; None for a job without groups)."""
     for index, channel in enumerate(request.get("InputDataConfig", ())):
         listed = channel["DataSource"].get("S3DataSource", {}).get("InstanceGroupNames", ())

@@ -22,7 +22,9 @@ from smq_lambda.domain.model import (
 )
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState, check_transition
+from smq_lambda.domain.warm_pools import keep_alive_sent
 
 BACKOFF_BASE = timedelta(seconds=15)
 BACKOFF_MAX = timedelta(minutes=15)
@@ -75,15 +77,20 @@ def start(
     backfill: bool = False,
     nonce: str | None = None,
     placement: Placement | None = None,
+    keep_alive_s: int | None = None,
 ) -> Job:
     """pending → starting, opening the next attempt. Its SageMaker name is fixed here, with a random
     `nonce` (given only where a test wants a fixed one), and recorded with the job's conditional
     write before anything asks SageMaker to create it, so every retry of the create uses the same
     name. Only the most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts
     them all. A flexible job starts at `placement`, the one the pass chose: it holds that placement's
-    instances until it is pending again."""
-    if (placement is None) != (not job.placements):
-        raise ValueError(f"job {job.name}: a flexible job starts at a placement, a pinned one at none")
+    instances until it is pending again; so does a pinned spot job placed at one of its purchase
+    options (scheduling/purchase_options.py). `keep_alive_s`: the pass's keep-alive ceiling
+    (`StartJob.keep_alive_s`); the attempt records the keep-alive it sends."""
+    if placement is None and job.placements:
+        raise ValueError(f"job {job.name}: a flexible job starts at a placement")
+    if placement is not None and not job.placements and not job.purchase.spot:
+        raise ValueError(f"job {job.name}: a pinned on-demand job starts at no placement")
     number = job.next_attempt_number
     attempt = Attempt(
         number=number,
@@ -91,6 +98,7 @@ def start(
         started_at=now,
         backfill=backfill,
         placement=placement,
+        keep_alive_s=keep_alive_sent(job.request, keep_alive_s),
     )
     demand = job.demand if placement is None else placement.demand
     return _advance(with_attempt(job, attempt), JobState.STARTING, now, reason=reason, not_before=None, demand=demand)
@@ -202,12 +210,14 @@ def retry_failed(job: Job, now: datetime, *, reason: str) -> Job:
 
 
 def fall_back_to_on_demand(job: Job, now: datetime, *, request: Mapping[str, Any], reason: str) -> Job:
-    """A managed-spot attempt was interrupted too often: it closes as SPOT_FALLBACK and the
+    """A managed-spot attempt was interrupted too often (or stopped at its MaxWaitTimeInSeconds):
+    it closes as SPOT_FALLBACK and the
     job waits again with `request`, its on-demand version, which replaces the stored request for
     good, so no later attempt of the job goes back to spot. The job's history keeps the reason
     after the queue's wait explanations have replaced it as the job's current reason."""
     requeued = requeue(job, now, outcome=AttemptOutcome.SPOT_FALLBACK, reason=reason)
-    return replace(with_change(requeued, Change(at=now, by=GOVERNANCE, what=reason)), request=request)
+    changed = with_change(requeued, Change(at=now, by=GOVERNANCE, what=reason))
+    return replace(changed, request=request, purchase=purchase_of(request))
 
 
 def finish(job: Job, target: JobState, now: datetime, *, outcome: AttemptOutcome, reason: str | None) -> Job:

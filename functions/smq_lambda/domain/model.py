@@ -11,6 +11,7 @@ from typing import Any
 
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement, listing_demand, placements_of
+from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import LIVE_STATES, JobState
 
 PRIORITY_TAG = "priority"
@@ -59,6 +60,8 @@ class Attempt:
     at most once per attempt."""
     placement: Placement | None = None
     """Where the pass placed a flexible job's attempt (domain/placement.py); None for a pinned job."""
+    keep_alive_s: int | None = None
+    """The KeepAlivePeriodInSeconds the queue sent (0: removed); None: the request's own, as submitted."""
 
     @property
     def is_open(self) -> bool:
@@ -125,6 +128,11 @@ class Job:
     """A flexible job's preferences in order (domain/placement.py); () for a pinned job. `demand` is
     then where the job is listed while pending (its first preference) and what its attempt's
     placement holds once started."""
+    purchase: Purchase = Purchase.ON_DEMAND
+    """Its request's purchase options (domain/purchase.py): the pass reads them without the request."""
+    warm_key: str | None = None
+    """Its request's warm-pool matching digest when it may leave or reuse a warm pool
+    (domain/warm_pools.warm_key_of), set at submission: the pass matches jobs to warm pools by it."""
 
     @property
     def selected(self) -> Placement | None:
@@ -134,8 +142,20 @@ class Job:
 
     @property
     def listed_demand(self) -> Mapping[str, int]:
-        """Where the job is listed while pending: its demand, or a flexible job's first preference."""
-        return listing_demand(self.placements) if self.placements else self.demand
+        """Where the job is listed while pending: its demand, or a flexible job's first preference
+        (a pinned spot job placed at a purchase option, in a spot pool, is listed under its type)."""
+        if self.placements:
+            return listing_demand(self.placements)
+        selected = self.selected
+        return self.demand if selected is None else {selected.instance_type: selected.count}
+
+    @property
+    def pending_pools(self) -> tuple[str, ...]:
+        """Every pool the job waits in while pending, the one it is listed under first: each of its
+        instance groups' pools, or each of a flexible job's preferences' pools."""
+        pools = dict.fromkeys(self.listed_demand)
+        pools.update(dict.fromkeys(placement.pool_name for placement in self.placements))
+        return tuple(pools)
 
     @property
     def instance_types(self) -> Mapping[str, int]:
@@ -144,7 +164,10 @@ class Job:
         selected = self.selected
         if selected is not None and self.state is not JobState.PENDING:
             return {selected.instance_type: selected.count}
-        return self.listed_demand if self.placements else self.demand
+        if self.placements:
+            first = self.placements[0]
+            return {first.instance_type: first.count}
+        return self.demand
 
     @property
     def pool(self) -> str:

@@ -79,9 +79,9 @@ def placements_of(request: Mapping[str, Any]) -> tuple[Placement, ...]:
 
 
 def listing_demand(placements: Sequence[Placement]) -> dict[str, int]:
-    """Where a pending flexible job is listed: its first preference's instance type."""
-    first = placements[0]
-    return {first.instance_type: first.count}
+    """Where a pending flexible job is listed: its first preference's pool (its instance type, or the
+    pool of the training plan it names)."""
+    return placements[0].demand
 
 
 def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str, Any]:

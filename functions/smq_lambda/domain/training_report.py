@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from smq_lambda.domain.warm_pools import WarmPoolStatus
+
 
 @dataclass(frozen=True)
 class TrainingJobStatus:
@@ -27,6 +29,8 @@ class TrainingJobStatus:
     billable_time_seconds: int | None = None
     """BillableTimeInSeconds, once SageMaker reports one (at the end): the seconds it bills per
     instance, already reduced by the managed spot saving."""
+    warm_pool: WarmPoolStatus | None = None
+    """Its `WarmPoolStatus`, once SageMaker keeps its instances warm (domain/warm_pools.py)."""
 
     def description(self) -> dict[str, Any]:
         """This report in DescribeTrainingJob's shape, which the governance rules read (an event's

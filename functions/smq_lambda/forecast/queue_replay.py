@@ -8,9 +8,9 @@ What the replay assumes, beyond the durations its caller gives (see `estimate`):
 * start-up takes no time (an attempt trains from the moment it starts), a stop lands `stop_s`
   after it was sent, and a stopped job resumes from where it stopped (it checkpoints);
 * instances held outside the queue stay held, and the teams' past use stays what it is now;
-* a pass runs after each moment that changed something, when a start backoff ends and when a
-  running job's minimum runtime ends (the moments a pass could decide differently); aging is
-  evaluated at those passes only.
+* a pass runs after each moment that changed something, when a start backoff ends, when a
+  running job's minimum runtime ends and when a training plan's window opens or closes (the moments
+  a pass could decide differently); aging is evaluated at those passes only.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.plan_document import plan_pools
 from smq_lambda.domain.states import JobState
 from smq_lambda.replay.events import Event, Timing
 from smq_lambda.replay.progress import Progress
@@ -28,6 +29,7 @@ from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob
 from smq_lambda.replay.virtual_queue import VirtualQueue
 from smq_lambda.scheduling.actions import Action, StartJob
 from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.plan_windows import boundaries
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 REPLAY_TIMING = Timing(start_min_s=0.0, start_max_s=0.0, pass_delay_s=0.0)
@@ -73,6 +75,8 @@ class Replay(VirtualQueue):
         self._wakes: set[float] = set()
         for job in snapshot.jobs:
             self._seed(job, durations[job.name], stop_s)
+        for moment in boundaries(config, now):
+            self._wake(self._at(moment))
         self._schedule(0.0, Event.PASS, "")
 
     def done(self) -> bool:
@@ -177,8 +181,9 @@ class Replay(VirtualQueue):
 def replay_pools(snapshot: Snapshot, config: SchedulerConfig) -> dict[str, int]:
     """Instances per pool the replay's SageMaker has: the configured pools, and for an instance type
     without a pool, as many as every job of the snapshot and the outside jobs need together when
-    unpooled types are unlimited (so no start is refused), else none."""
-    pools = dict(config.pools)
+    unpooled types are unlimited (so no start is refused), else none. A training plan's pool has its
+    instances whether or not a window is open: the passes start nothing there outside one."""
+    pools = {**config.pools, **plan_pools(config.training_plans)}
     for job in snapshot.jobs:
         for pool, count in job.demand.items():
             if pool not in config.pools:

@@ -3,8 +3,8 @@ can be property-tested without AWS.
 
 The governance rules have their say before the plain meaning of the status
 (domain/training_status.py): a managed-spot attempt interrupted too often falls back to on-demand
-(governance/spot.py), a spot attempt SageMaker stopped at its MaxWaitTimeInSeconds fails with that
-reason, and a failed attempt is retried or final as the failure classification says
+(governance/spot.py), and so does a spot attempt SageMaker stopped at its MaxWaitTimeInSeconds
+(fails with that reason when tagged `smq:spot-only`), and a failed attempt is retried or final as the failure classification says
 (governance/retry.py). This module orchestrates those rules, so it sits above them.
 """
 
@@ -19,7 +19,7 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.domain.training_status import apply_status
 from smq_lambda.governance import notices
-from smq_lambda.governance.actions import FailJob, RetryAttempt
+from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, RetryAttempt
 from smq_lambda.governance.notices import Notice, NoticeAction
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.retry import decide_failure
@@ -55,12 +55,13 @@ def _governed(job: Job, status: TrainingJobStatus, now: datetime, policy: Policy
     """The governance rules' effect; each rule answers only for a report about the job's open
     attempt while it starts or runs, so duplicates and late reports fall through to no change."""
     description = status.description()
-    fallback = decide_spot_fallback(job, description, policy)
-    if fallback is not None:
-        on_demand = lifecycle.fall_back_to_on_demand(job, now, request=fallback.request, reason=fallback.reason)
-        notice = notices.about_job(on_demand, NoticeAction.SPOT_FALLBACK, fallback.reason)
-        return ReportEffect(on_demand, stop=fallback.training_job_name, notice=notice)
-    action = decide_max_wait(job, status) or decide_failure(job, description, policy)
+    interrupted = decide_spot_fallback(job, description, policy)
+    action = interrupted or decide_max_wait(job, status) or decide_failure(job, description, policy)
+    if isinstance(action, FallBackToOnDemand):
+        on_demand = lifecycle.fall_back_to_on_demand(job, now, request=action.request, reason=action.reason)
+        notice = notices.about_job(on_demand, NoticeAction.SPOT_FALLBACK, action.reason)
+        stop = action.training_job_name if action is interrupted else None
+        return ReportEffect(on_demand, stop=stop, notice=notice)
     if isinstance(action, RetryAttempt):
         retried = lifecycle.retry_failed(job, now, reason=action.reason)
         return ReportEffect(retried, notice=notices.about_job(retried, NoticeAction.RETRY, action.reason))

@@ -92,12 +92,24 @@ def _groups(resources: object) -> list[tuple[str, Mapping[str, Any]]]:
     return [("ResourceConfig", resources if isinstance(resources, Mapping) else {})]
 
 
+def _preferences(resources: object) -> list[tuple[str, Mapping[str, Any]]] | None:
+    """Each preference of a flexible job with the path to blame; None for a job without
+    InstancePreferences. The job runs at one of them, so each must keep the limits on its own."""
+    preferences = member(resources, "InstancePreferences")
+    if not isinstance(preferences, list) or not preferences:
+        return None
+    return [
+        (f"ResourceConfig.InstancePreferences[{index}]", preference if isinstance(preference, Mapping) else {})
+        for index, preference in enumerate(preferences)
+    ]
+
+
 def _disallowed_instance_types(resources: object, policy: Policy) -> list[Violation]:
     allowed = policy.allowed_instance_types
     if not allowed:
         return []
     found = []
-    for path, group in _groups(resources):
+    for path, group in _preferences(resources) or _groups(resources):
         field, instance_type = f"{path}.InstanceType", group.get("InstanceType")
         if not isinstance(instance_type, str):
             message = f"{field} is required: the policy allows only {', '.join(allowed)}"
@@ -109,11 +121,19 @@ def _disallowed_instance_types(resources: object, policy: Policy) -> list[Violat
 
 
 def _too_many_instances(resources: object, policy: Policy) -> list[Violation]:
-    """The limit is on the job's instances all groups together: what it costs while it runs."""
+    """The limit is on the job's instances all groups together: what it costs while it runs; a
+    flexible job's on each preference's count (or the one count in ResourceConfig they share)."""
     limit = policy.max_instance_count
     if limit is None:
         return []
-    groups = _groups(resources)
+    preferences = _preferences(resources)
+    if preferences is None or not any("InstanceCount" in preference for _, preference in preferences):
+        return _too_many_in(limit, _groups(resources))
+    return [found for preference in preferences for found in _too_many_in(limit, [preference])]
+
+
+def _too_many_in(limit: int, groups: list[tuple[str, Mapping[str, Any]]]) -> list[Violation]:
+    """The limit broken by a job of these groups, all together."""
     total = 0
     for path, group in groups:
         count = group.get("InstanceCount")

@@ -1,5 +1,5 @@
-"""Managed spot: falling back to on-demand after too many interruptions, and recognising a spot
-job SageMaker stopped at its MaxWaitTimeInSeconds.
+"""Managed spot: falling back to on-demand after too many interruptions, or when SageMaker stopped
+a spot attempt at its MaxWaitTimeInSeconds.
 
 SageMaker restarts an interrupted spot job itself, from its checkpoints, as long as spot capacity
 comes back; at busy times every restart is interrupted again and the job makes no progress. So an
@@ -9,8 +9,14 @@ on demand: the same request with `EnableManagedSpotTraining` false and `MaxWaitT
 next attempt resumes where the last checkpoint left it. The on-demand request replaces the stored
 one, so the job never goes back to spot, and it waits in the queue like any other attempt.
 
+A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds (`MaxWaitTimeExceeded`) falls back
+the same way when its job allows on demand (domain/purchase.py); a job tagged `smq:spot-only` ends
+failed with that reason instead.
+
 Interruptions are counted from SageMaker's own reports: the `Interrupted` entries of the attempt's
 `SecondaryStatusTransitions`, the full history, so duplicate or late reports count nothing twice.
+Each rule answers only for the job's open attempt while it starts or runs, so a duplicate or late
+report of a stop it acted on already does nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
+from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
@@ -65,6 +72,11 @@ def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Polic
     count, limit = interruptions(description), policy.spot_interruption_limit
     if not is_spot(job.request) or count <= limit:
         return None
+    why = f"attempt {attempt.number} was interrupted {count} times (limit {limit})"
+    return _fall_back(job, attempt.number, attempt.training_job_name, why)
+
+
+def _fall_back(job: Job, attempt: int, training_job_name: str, why: str) -> FallBackToOnDemand:
     checkpoint = member(job.request.get("CheckpointConfig"), "S3Uri")
     resume = (
         f"resumes from its checkpoints in {checkpoint}"
@@ -72,18 +84,17 @@ def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Polic
         else "starts over: the request has no CheckpointConfig"
     )
     reason = (
-        f"spot fallback: attempt {attempt.number} was interrupted {count} times (limit {limit}); queued again on "
-        f"demand ({SPOT_MEMBER} false, {SPOT_ONLY_STOPPING_MEMBER} removed) and {resume}"
+        f"spot fallback: {why}; queued again on demand ({SPOT_MEMBER} false, {SPOT_ONLY_STOPPING_MEMBER} removed) "
+        f"and {resume}"
     )
-    return FallBackToOnDemand(
-        job.name, attempt.number, attempt.training_job_name, on_demand_request(job.request), reason
-    )
+    return FallBackToOnDemand(job.name, attempt, training_job_name, on_demand_request(job.request), reason)
 
 
-def decide_max_wait(job: Job, status: TrainingJobStatus) -> FailJob | None:
-    """A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds ends the job failed with that
-    reason, not as stopped outside the queue; None for any other report, or a stop the queue asked
-    for (a preemption or cancel landing at the same moment keeps its meaning)."""
+def decide_max_wait(job: Job, status: TrainingJobStatus) -> FallBackToOnDemand | FailJob | None:
+    """A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds falls back to on demand when its
+    job allows it, else ends the job failed with that reason (not as stopped outside the queue);
+    None for any other report, or a stop the queue asked for (a preemption or cancel landing at the
+    same moment keeps its meaning)."""
     attempt = job.current_attempt
     if attempt is None or not attempt.is_open or attempt.training_job_name != status.name:
         return None
@@ -93,8 +104,11 @@ def decide_max_wait(job: Job, status: TrainingJobStatus) -> FailJob | None:
         return None
     limit = member(job.request.get("StoppingCondition"), SPOT_ONLY_STOPPING_MEMBER)
     waited = f" ({limit} s)" if is_int(limit) else ""
+    if purchase_of(job.request).allows_on_demand:
+        why = f"SageMaker stopped attempt {attempt.number} at its {SPOT_ONLY_STOPPING_MEMBER}{waited}"
+        return _fall_back(job, attempt.number, attempt.training_job_name, why)
     reason = (
         f"stopped by SageMaker: {SPOT_ONLY_STOPPING_MEMBER}{waited} exceeded; a managed-spot job must finish, "
-        f"waits for spot capacity included, within it"
+        f"waits for spot capacity included, within it (tagged smq:spot-only: never on demand)"
     )
     return FailJob(job.name, attempt.number, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED, reason)

@@ -2,7 +2,15 @@
 
 * WaitTime: for each job the pass started, seconds from its submission;
 * PoolInUse and PoolCapacity: what the pass measured (no capacity for an unlimited unpooled type);
-* QueueDepth: after a reconciliation, the pool's pending jobs.
+* QueueDepth: after a reconciliation, the pool's pending jobs;
+
+and, with an adaptive `spot` section, SpotInterruptionRate (dimension `instance_type`): the spot
+interruptions per hour (unit Count) of each type the pass decided with (domain/spot_rates.py).
+
+Warm pools (domain/warm_pools.py): PoolWarm, the instances of PoolInUse that warm pools hold; and,
+without a dimension, the totals of every warm pool that has ended: WarmPoolsRetained,
+WarmPoolsReused, WarmPoolReuseRate (reused ÷ retained) and WarmPoolRetainedInstanceHours (what they
+billed while warm).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 if TYPE_CHECKING:
+    from smq_lambda.domain.warm_pools import WarmPoolTotals
     from smq_lambda.service.passes import PassReport
     from smq_lambda.service.reconciliation import Reconciliation
 
@@ -34,7 +43,27 @@ def record_pool_metrics(
             per_pool.add_metric(name="WaitTime", unit=MetricUnit.Seconds, value=waited)
         if pool in usage:
             per_pool.add_metric(name="PoolInUse", unit=MetricUnit.Count, value=usage[pool].in_use)
+            per_pool.add_metric(name="PoolWarm", unit=MetricUnit.Count, value=usage[pool].warm)
             capacity = usage[pool].capacity
             if capacity is not None:
                 per_pool.add_metric(name="PoolCapacity", unit=MetricUnit.Count, value=capacity)
         per_pool.flush_metrics()
+    for instance_type, rate in sorted(report.usage.spot_rates.items() if report.usage is not None else ()):
+        per_type = EphemeralMetrics(namespace=namespace, service="smq")
+        per_type.add_dimension(name="instance_type", value=instance_type)
+        per_type.add_metric(name="SpotInterruptionRate", unit=MetricUnit.Count, value=rate)
+        per_type.flush_metrics()
+    if report.warm_totals is not None:
+        _record_warm_totals(report.warm_totals, namespace)
+
+
+def _record_warm_totals(totals: WarmPoolTotals, namespace: str) -> None:
+    warm = EphemeralMetrics(namespace=namespace, service="smq")
+    warm.add_metric(name="WarmPoolsRetained", unit=MetricUnit.Count, value=totals.retained)
+    warm.add_metric(name="WarmPoolsReused", unit=MetricUnit.Count, value=totals.reused)
+    warm.add_metric(
+        name="WarmPoolRetainedInstanceHours", unit=MetricUnit.Count, value=totals.retained_instance_s / 3600
+    )
+    if totals.reuse_rate is not None:
+        warm.add_metric(name="WarmPoolReuseRate", unit=MetricUnit.Count, value=totals.reuse_rate)
+    warm.flush_metrics()

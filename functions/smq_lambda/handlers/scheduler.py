@@ -73,8 +73,10 @@ def default_scheduler() -> Scheduler:
     from smq_lambda.adapters.dynamodb_durations import DynamoDurationStore
     from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
     from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+    from smq_lambda.adapters.dynamodb_spot_rates import DynamoSpotInterruptionBook
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.dynamodb_team_usage import DynamoTeamUsageHistory
+    from smq_lambda.adapters.dynamodb_warm_pools import DynamoWarmPools
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
     from smq_lambda.adapters.ssm_config import SsmConfigSource
     from smq_lambda.domain.lifecycle import StartRetryLimits
@@ -106,6 +108,8 @@ def default_scheduler() -> Scheduler:
         durations=DynamoDurationStore(settings.table_name, dynamodb),
         cost_ledger=costs.ledger,
         prices=costs.prices,
+        spot_interruptions=DynamoSpotInterruptionBook(settings.table_name, dynamodb),
+        warm_pools=DynamoWarmPools(settings.table_name, dynamodb),
     )
 
 

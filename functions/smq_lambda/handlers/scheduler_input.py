@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.warm_pools import warm_pool_status_of
 
 SAGEMAKER_SOURCE = "aws.sagemaker"
 SCHEDULE_SOURCE = "aws.events"
@@ -97,6 +98,7 @@ def state_change(event: Mapping[str, Any]) -> StateChange:
         secondary_status_transitions=tuple(transitions),
         training_time_seconds=training_time,
         billable_time_seconds=billable_time,
+        warm_pool=warm_pool_status_of(detail),
     )
     return StateChange(detail=detail, status=status)
 

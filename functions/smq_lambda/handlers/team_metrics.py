@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 if TYPE_CHECKING:
-    from smq_lambda.ports import PoolUsageReport
+    from smq_lambda.pool_usage import PoolUsageReport
 
 
 def record_team_metrics(usage: PoolUsageReport | None, namespace: str) -> None:

@@ -11,10 +11,12 @@ from typing import Any
 
 from smq_lambda.domain.costs import CostEstimate
 from smq_lambda.domain.model import Attempt, Change
+from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX
 from smq_lambda.service.queue_api import CurrentPools, PositionedJob, PositionedPage
 from smq_lambda.service.quotas import CurrentQuotas
 
 USD_DIGITS = 6
+RATE_DIGITS = 4
 """Dollars are sent to the millionth: cents would round a short job's cost away."""
 
 
@@ -47,6 +49,7 @@ def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, A
     SageMaker (up to 256 KB, so only GET /jobs/{name}?include=request carries it)."""
     job = entry.job
     attempt = job.current_attempt
+    selected = job.selected
     view: dict[str, Any] = {
         "name": job.name,
         "job_id": job.job_id,
@@ -67,6 +70,11 @@ def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, A
         "attempt_outcomes": {str(outcome): count for outcome, count in job.attempt_outcomes.items()},
         "history": [change_view(change) for change in job.history],
         "earlier_job_ids": list(job.earlier_job_ids),
+        "instance_preferences": [
+            {"instance_type": placement.instance_type, "count": placement.count} for placement in job.placements
+        ],
+        "selected_instance_type": None if selected is None else selected.instance_type,
+        "selected_instance_count": None if selected is None else selected.count,
     }
     estimate = entry.estimated_start
     if estimate is not None:
@@ -108,13 +116,22 @@ def pools_view(current: CurrentPools) -> dict[str, Any]:
                 "pool": usage.pool,
                 "capacity": usage.capacity,
                 "in_use": usage.in_use,
+                "warm": usage.warm,
                 "pending": usage.pending,
                 "head": usage.head,
+                **_spot_rate(current, usage.pool),
             }
             for usage in current.pools
         ],
         "measured_at": timestamp(current.measured_at),
     }
+
+
+def _spot_rate(current: CurrentPools, pool: str) -> dict[str, float]:
+    """The spot interruption rate of the pool's instance type, on its rows (spot and on demand) and
+    only where adaptive spot measured one."""
+    rate = current.spot_rates.get(pool.removesuffix(SPOT_POOL_SUFFIX))
+    return {} if rate is None else {"spot_interruptions_per_hour": round(rate, RATE_DIGITS)}
 
 
 def quotas_view(current: CurrentQuotas) -> dict[str, Any]:

@@ -11,7 +11,12 @@ from smq_lambda.replay.trace_job import TraceJob
 @dataclass
 class Progress:
     """Where one job's training stands. `epoch` changes whenever training starts or stops, so an
-    event scheduled for an earlier stretch of training is recognised as stale."""
+    event scheduled for an earlier stretch of training is recognised as stale.
+
+    Progress (`kept`, checkpoints) counts seconds of the job's `duration_s`, its first preference's:
+    a flexible job trains at `rate` of them per second, its placement's duration over that one, so
+    a job resumed at another placement keeps the same share of its work. A trainer saves every so
+    many steps, so on a slower placement its checkpoints come later by the clock."""
 
     trace: TraceJob
     kept: float = 0.0
@@ -21,9 +26,11 @@ class Progress:
     epoch: int = 0
     pending_since: float | None = None
     waited: float = 0.0
+    rate: float = 1.0
+    """Seconds of `trace.duration_s` done per second of training at the current placement."""
 
     def at(self, now: float) -> float:
-        return self.kept + (now - self.training_since if self.training_since is not None else 0.0)
+        return self.kept + ((now - self.training_since) * self.rate if self.training_since is not None else 0.0)
 
     def saved(self, progress: float) -> float:
         every = self.trace.checkpoint_every_s

@@ -1,5 +1,6 @@
-"""A job to replay in virtual time: when it arrives, what it needs, how long it trains, how it
-checkpoints, when SageMaker interrupts it, and the MaxRuntimeInSeconds its request gives."""
+"""A job to replay in virtual time: when it arrives, what it needs (one pool, or preferences in
+order), how long it trains, how it checkpoints, when SageMaker interrupts it, and the
+MaxRuntimeInSeconds its request gives."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_STOP_S = 60.0
+
+
+@dataclass(frozen=True)
+class TracePreference:
+    """One place a flexible job may run, and how long it trains there (a slower type, longer)."""
+
+    pool: str
+    instances: int
+    duration_s: float
 
 
 @dataclass(frozen=True)
@@ -28,21 +38,41 @@ class TraceJob:
     back on."""
     line: int = field(default=0, compare=False)
     """Where the job came from in its trace file (0: built, not read)."""
+    alternatives: tuple[TracePreference, ...] = ()
+    """A flexible job's later preferences, in order: its first is `pool`, `instances` and
+    `duration_s`. () for a pinned job (the same job pinned to its first preference)."""
 
     @property
     def is_spot(self) -> bool:
         return bool(self.interruptions_s)
 
+    @property
+    def preferences(self) -> tuple[TracePreference, ...]:
+        """A flexible job's preferences in order, its first included; () for a pinned job."""
+        if not self.alternatives:
+            return ()
+        return (TracePreference(self.pool, self.instances, self.duration_s), *self.alternatives)
+
+    def duration_at(self, pool: str, instances: int) -> float:
+        """How long the job trains at the preference of `instances` in `pool`; `duration_s` at any
+        place it does not prefer (a job the forecast replays knows only one duration)."""
+        for preference in self.preferences:
+            if (preference.pool, preference.instances) == (pool, instances):
+                return preference.duration_s
+        return self.duration_s
+
     def to_json(self) -> dict[str, Any]:
         """The trace line of this job, without the members at their defaults."""
-        line: dict[str, Any] = {
-            "name": self.name,
-            "submit_s": self.submit_s,
-            "priority": self.priority,
-            "pool": self.pool,
-            "instances": self.instances,
-            "duration_s": self.duration_s,
-        }
+        line: dict[str, Any] = {"name": self.name, "submit_s": self.submit_s, "priority": self.priority}
+        if self.alternatives:
+            line["preferences"] = [
+                {"pool": preference.pool, "instances": preference.instances}
+                | ({"duration_s": preference.duration_s} if preference.duration_s != self.duration_s else {})
+                for preference in self.preferences
+            ]
+        else:
+            line |= {"pool": self.pool, "instances": self.instances}
+        line["duration_s"] = self.duration_s
         if self.team is not None:
             line["team"] = self.team
         if self.checkpoint_every_s is not None:

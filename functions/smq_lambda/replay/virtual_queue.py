@@ -28,6 +28,7 @@ from typing import Any
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.replay.events import Event, Timing
@@ -142,6 +143,9 @@ class VirtualQueue:
 
     def _submit(self, trace: TraceJob) -> None:
         request: dict[str, Any] = {"EnableManagedSpotTraining": True} if trace.is_spot else {}
+        placements = tuple(
+            Placement(preference.pool, preference.instances, spot=trace.is_spot) for preference in trace.preferences
+        )
         self.jobs[trace.name] = Job(
             name=trace.name,
             job_id=f"{zlib.crc32(trace.name.encode()):08x}",
@@ -149,6 +153,7 @@ class VirtualQueue:
             priority=trace.priority,
             submitted_at=self._now(),
             demand={trace.pool: trace.instances},
+            placements=placements,
             owner=trace.team or "simulation",
             team=trace.team,
             request=request,
@@ -185,8 +190,9 @@ class VirtualQueue:
 
     def _start(self, job: Job, action: StartJob) -> bool:
         held = self._held()
-        free = {pool: self.pools.get(pool, 0) - held[pool] for pool in job.demand}
-        if job.state is not JobState.PENDING or not fits(job.demand, free):
+        demand = job.demand if action.placement is None else action.placement.demand
+        free = {pool: self.pools.get(pool, 0) - held[pool] for pool in demand}
+        if job.state is not JobState.PENDING or not fits(demand, free):
             self.counts["refused_starts"] += 1
             return False
         started = lifecycle.start(
@@ -194,12 +200,13 @@ class VirtualQueue:
         )
         self.jobs[job.name] = started
         progress = self.progress[job.name]
+        progress.rate = _rate(progress.trace, action.placement)
         if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"
             progress.waited += self.clock - progress.pending_since
         progress.pending_since = None
         self.counts["starts"] += 1
         self.counts["backfill_starts"] += action.backfill
-        pool, count = next(iter(job.demand.items()))
+        pool, count = next(iter(demand.items()))
         segment = Segment(
             job=job.name,
             attempt=action.attempt,
@@ -229,7 +236,7 @@ class VirtualQueue:
         progress = self.progress[name]
         progress.epoch += 1
         progress.training_since = self.clock
-        to_finish = progress.trace.duration_s - progress.kept
+        to_finish = (progress.trace.duration_s - progress.kept) / progress.rate
         if progress.interruptions and progress.interruptions[0] - progress.trained < to_finish:
             self._schedule(
                 self.clock + progress.interruptions[0] - progress.trained, Event.INTERRUPTED, name, progress.epoch
@@ -238,7 +245,8 @@ class VirtualQueue:
             self._schedule(self.clock + to_finish, Event.COMPLETED, name, progress.epoch)
 
     def _halt(self, name: str, cause: str) -> float:
-        """Training stops now and falls back to the last checkpoint; the work lost is returned."""
+        """Training stops now and falls back to the last checkpoint; the work lost is returned, in
+        seconds of training at the placement that lost it."""
         progress = self.progress[name]
         progress.epoch += 1
         if progress.training_since is None:
@@ -247,7 +255,7 @@ class VirtualQueue:
         progress.trained += self.clock - progress.training_since
         progress.training_since = None
         progress.kept = progress.saved(reached)
-        lost = reached - progress.kept
+        lost = (reached - progress.kept) / progress.rate
         self.lost[cause] += lost
         return lost
 
@@ -297,10 +305,10 @@ class VirtualQueue:
         return None
 
     def _release_outside(self, name: str, attempt: int) -> None:
-        trace = self.trace[name]
-        self.outside[trace.pool] -= trace.instances
-        if self.outside[trace.pool] <= 0:
-            del self.outside[trace.pool]
+        segment = self.open_segments[(name, attempt)]
+        self.outside[segment.pool] -= len(segment.slots)
+        if self.outside[segment.pool] <= 0:
+            del self.outside[segment.pool]
         self._close_segment(name, attempt, "spot_fallback")
 
     def _complete(self, job: Job) -> None:
@@ -319,6 +327,16 @@ class VirtualQueue:
         segment.outcome = outcome
         self.slots.give_back(segment.pool, segment.slots)
         self.segments.append(segment)
+
+
+def _rate(trace: TraceJob, placement: Placement | None) -> float:
+    """How fast `trace`'s job trains at `placement` (domain/placement.py), in seconds of its
+    `duration_s` per second: 1 for a pinned job, slower where its preference trains longer. A job
+    with nothing left to train (a replay of a job already due) trains at 1."""
+    if placement is None:
+        return 1.0
+    duration = trace.duration_at(placement.pool_name, placement.count)
+    return trace.duration_s / duration if duration > 0 else 1.0
 
 
 def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:

@@ -17,6 +17,11 @@ class StartJob:
     backfill: bool = False
     placement: Placement | None = None
     """Where a flexible job starts (the placement phase chose it); None for a pinned job."""
+    keep_alive_s: int | None = None
+    """The most KeepAlivePeriodInSeconds its request may keep (0: none); None: as submitted
+    (scheduling/warm_pools.py decides it)."""
+    warm_pool: str | None = None
+    """The training job whose warm pool it starts on (scheduling/warm_pools.py); None: none."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,16 @@ class ExplainWait:
     """Record why a pending job is still waiting (only emitted when the reason changed)."""
 
     job_name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReleaseWarmPool:
+    """End the warm pool the training job `training_job_name` left (UpdateTrainingJob with
+    KeepAlivePeriodInSeconds 0): a job ahead of any that matches it needs its instances. Not a job's
+    action: a pass returns these beside its actions (`Decision.warm_releases`)."""
+
+    training_job_name: str
     reason: str
 
 

@@ -20,6 +20,10 @@ Without quotas no other team lends, so every job is decided in the walk, in queu
 
 A flexible job is first placed (`placement`, phase 2b): the walk decides it at the placement chosen,
 or the placement phase decides it waits in every pool it prefers.
+
+Warm pools (`warm_pools`): a job that matches one starts on it when that makes it fit, before the
+rule above; a head that lacks instances ends warm pools it does not match before anything is
+preempted for it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import backfill, borrowing, nomination, placement
+from smq_lambda.scheduling import backfill, borrowing, nomination, placement, warm_pools
 from smq_lambda.scheduling.pass_state import PassState
 
 
@@ -49,7 +53,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
         if state.skip(waiting):
             continue
         job = placement.place(state, waiting)
-        if job is None:
+        if job is None or warm_pools.reuse(state, job):
             continue
         team = state.ledger.team(job)
         lent_to = state.ledger.lent_to(team, job.demand)
@@ -61,6 +65,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
                 backfill.behind_head(state, job, blocked)
             continue
         state.wait(job)
+        warm_pools.release_for(state, job)
         if not state.ledger.beyond_quota(team, job.demand):
             nomination.admit_or_make_room(state, job)
         elif lent_to:

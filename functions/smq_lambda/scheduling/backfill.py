@@ -39,7 +39,7 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
     team = state.ledger.team(job)
     allowed = state.config.backfill
     stuck = [pool for pool in blocked if pool in state.stuck[team]]
-    starts = _may_start(state, job)
+    starts = may_start(state, job)
     if not stuck and not starts:
         state.wait(job)
         borrowing.borrow(state, job)
@@ -59,7 +59,7 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
         state.stuck[team].update(limited(job.demand, state.ledger))
 
 
-def _may_start(state: PassState, job: Job) -> bool:
+def may_start(state: PassState, job: Job) -> bool:
     """The instances `job`'s team may use cover it now, inside its quota or as borrowing under the
     borrowing rules."""
     beyond = state.ledger.beyond_quota(state.ledger.team(job), job.demand)

@@ -8,8 +8,10 @@ touched.
 Per pool:
 
     used      = demand of live jobs (starting, running, preempting, stopping) + external usage
+                + warm pools (instances kept after an attempt ended, held until reused or ended)
                 + instances taken in this pass (starts, and instances kept for waiting heads)
-    releasing = demand of jobs whose stop was sent (preempting, stopping), a subset of used
+    releasing = demand of jobs whose stop was sent (preempting, stopping) and of warm pools the
+                queue ended, a subset of used
     free      = capacity - used; may be negative when a pool shrank or outside jobs grew, and a
                 pool with no capacity limit (unpooled types under `unlimited`) is never short.
 
@@ -37,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
 from smq_lambda.domain.teams import held_in_pools, lent_by
+from smq_lambda.domain.warm_pools import WarmPool
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 
@@ -68,6 +71,10 @@ class Ledger:
                 used.update(job.demand)
             if job.state in RELEASING_STATES:
                 releasing.update(job.demand)
+        for warm in snapshot.warm_pools:
+            used.update(warm.demand)
+            if warm.released:
+                releasing.update(warm.demand)
         held = held_in_pools(snapshot.jobs, config.teams)
         held_releasing = held_in_pools((job for job in snapshot.jobs if job.state in RELEASING_STATES), config.teams)
         return cls(config, used, releasing, held, held_releasing)
@@ -213,6 +220,14 @@ class Ledger:
         self._used.update(from_free)
         self._releasing.subtract(from_releasing)
         self._kept.update({(team, pool): count for pool, count in demand.items()})
+
+    def hand_over(self, warm: WarmPool) -> None:
+        """A job starts on `warm`: its instances are the job's from now on (the start takes them)."""
+        self._used.subtract(warm.demand)
+
+    def release_warm(self, warm: WarmPool) -> None:
+        """The queue ends `warm`: its instances count as on their way back."""
+        self._releasing.update(warm.demand)
 
     def release(self, jobs: Iterable[Job]) -> None:
         """Preemptions were decided: their instances count as on their way back."""

@@ -2,11 +2,15 @@
 
 A pass is a short list of named phases, each a module with its rule in its docstring:
 
-1. **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`);
+1. **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`),
+   under the configuration in force at `now` (`plan_windows`: a training plan's pool holds its
+   instances only while one of its windows is open);
+1b. **stop before plan windows end** (`plan_stops`): the jobs running in a training plan's pool
+   once its window closes, `stop_margin_s` before the window's end, so they checkpoint;
 2. **order the heads**: pending jobs in the one queue order, priority desc (aged: `aging`),
-   submission asc, name; the walk of phase 3 first **places** each flexible job (`placement`):
-   chooses the instance preference the other phases decide it at, or lets it wait in every pool
-   it prefers;
+   submission asc, name; a spot job's purchase options (`purchase_options`) are its placements;
+   the walk of phase 3 first **places** each flexible job (`placement`): chooses the instance
+   preference the other phases decide it at, or lets it wait in every pool it prefers;
 3. **admit within quota** (`admission`), walking that order: a job starts when it fits in its
    team's quota and in the instances its team may use, and no earlier job of its team waits for
    its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool;
@@ -18,6 +22,9 @@ A pass is a short list of named phases, each a module with its rule in its docst
 6. **backfill** (`backfill`): a job behind its team's waiting head claims room of its own while
    the head has its room, and, with backfill on, starts on instances the head cannot use yet,
    inside its team's quota (beyond it only as borrowing);
+6b. **keep warm** (`warm_pools`): each start's keep-alive, kept while a matching job waits, else
+   none. In the walk of phase 3 a job that matches a warm pool starts on it, and a head that lacks
+   instances ends warm pools it does not match (`Decision.warm_releases`);
 7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`),
    worded from the numbers: a group that holds a whole pool alone (the unassigned group without
    quotas) is told what fits, a team with a share of it what its quota allows. A job that merely
@@ -50,14 +57,18 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
-from smq_lambda.scheduling.actions import Action
+from smq_lambda.scheduling.actions import Action, ReleaseWarmPool
 from smq_lambda.scheduling.admission import Later, admit_within_quota
 from smq_lambda.scheduling.aging import Boost, aged
 from smq_lambda.scheduling.backfill import backfill
 from smq_lambda.scheduling.borrowing import borrow, by_fair_share
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling.plan_stops import stop_at_window_end
+from smq_lambda.scheduling.plan_windows import in_force
+from smq_lambda.scheduling.purchase_options import offered
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.warm_pools import mark_warm_starts
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class Decision:
     learn from it whether the job's stored reason is current (a head's is) or is computed on read."""
     budget_held: frozenset[str] = frozenset()
     """The jobs their team's hold budget set aside (`budget_hold`): their stored reason is current."""
+    warm_releases: tuple[ReleaseWarmPool, ...] = ()
+    """The warm pools the pass ends for jobs ahead of every job that matches them (`warm_pools`)."""
 
 
 def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[Action]:
@@ -78,16 +91,25 @@ def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[A
 def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Ledger | None = None) -> Decision:
     """`decide`, with the heads the pass found. `measured`: the snapshot's ledger when the caller
     measured it already to size its windows (pending jobs hold nothing, so the ledger of the live
-    jobs is the snapshot's); the pass takes it over and updates it as it decides."""
+    jobs is the snapshot's, measured under the configuration in force at `now`); the pass takes it
+    over and updates it as it decides."""
+    config = in_force(config, now)
     ledger = measured if measured is not None else Ledger.measure(snapshot, config)
     pending, boosts = order_heads(snapshot, now, config)
-    state = PassState(snapshot, now, config, ledger, boosts)
+    pending, notes = offered(pending, now, config.spot, snapshot.spot_rates)
+    state = PassState(snapshot, now, config, ledger, boosts, notes)
+    stop_at_window_end(state)
     later = admit_within_quota(state, pending)
     for job in by_fair_share(state, later[Later.BORROW]):
         borrow(state, job)
     for job in later[Later.BACKFILL]:
         backfill(state, job)
-    return Decision(state.actions, {pool: job.name for pool, job in state.heads.items()}, frozenset(state.budget_held))
+    return Decision(
+        mark_warm_starts(state.actions, pending, state.warm, config.warm_pools),
+        {pool: job.name for pool, job in state.heads.items()},
+        frozenset(state.budget_held),
+        tuple(state.warm.releases),
+    )
 
 
 def order_heads(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> tuple[list[Job], dict[str, Boost]]:

@@ -10,7 +10,7 @@ from datetime import datetime
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling import plan_windows, quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.aging import Boost
 from smq_lambda.scheduling.budget_hold import BudgetBook
@@ -19,18 +19,27 @@ from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
 from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.warm_book import WarmBook
 
 
 class PassState:
     """The ledger, the actions decided so far, the waiting heads and the live jobs still standing."""
 
     def __init__(
-        self, snapshot: Snapshot, now: datetime, config: SchedulerConfig, ledger: Ledger, boosts: Mapping[str, Boost]
+        self,
+        snapshot: Snapshot,
+        now: datetime,
+        config: SchedulerConfig,
+        ledger: Ledger,
+        boosts: Mapping[str, Boost],
+        notes: Mapping[str, str] | None = None,
     ) -> None:
+        """`notes`: per job, what its wait reason adds (when a spot job may go on demand)."""
         self.now = now
         self.config = config
         self.ledger = ledger
         self.boosts = boosts
+        self.notes = notes or {}
         self.team_usage = snapshot.team_usage
         self.actions: list[Action] = []
         self.heads: dict[str, Job] = {}
@@ -48,6 +57,8 @@ class PassState:
         self.placed: dict[str, tuple[int, Placement]] = {}
         """Per flexible job decided in this pass, the placement the placement phase chose for it
         (numbered from 1 in the job's order): where it starts, if it does."""
+        self.warm = WarmBook(snapshot.warm_pools)
+        """The warm pools held, reused and ended in this pass (`warm_pools`)."""
 
     def skip(self, job: Job) -> bool:
         """Jobs that cannot run now whatever the others do are explained and block nothing: larger
@@ -55,8 +66,11 @@ class PassState:
         larger than their team may ever hold (a flexible job: see the placement phase)."""
         match skip_rule(job, self.now, self.ledger.capacity):
             case TooLarge(pool):
-                view = self.view(pool, job.demand[pool])
-                self.explain(job, reasons.never_fits(view, configured=pool in self.config.pools))
+                need = next((p.count for p in job.placements if p.pool_name == pool), None) or job.demand[pool]
+                view = self.view(pool, need)
+                self.explain(
+                    job, plan_windows.never_fits(self.config, self.now, view, configured=pool in self.config.pools)
+                )
                 return True
             case InBackoff(until):
                 self.explain(job, reasons.backoff(until, _refusal(job)))
@@ -153,6 +167,8 @@ class PassState:
 
     def explain(self, job: Job, reason: str) -> None:
         reason = self._aged(job, reason)
+        if note := self.notes.get(job.name):
+            reason = f"{reason}; {note}"
         if reason != job.reason:
             self.actions.append(ExplainWait(job.name, reason))
 

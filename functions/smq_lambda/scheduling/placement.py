@@ -8,16 +8,21 @@ pass the job *at one placement* (the job with that placement's demand), chosen b
 2. else the first that can be made to fit by the usual rules (no earlier job of its team waits for
    the pool): the stops in flight, the reclaim of borrowed capacity or priority preemption inside
    its team cover what it lacks (the candidates and victim selection phases 4 and 5 then use);
-3. else, when an earlier job of its team waits in every pool it prefers, the first placement, to
-   wait behind that head (phase 6, backfill);
-4. else the job waits in the pool of every placement no earlier job waits for: it heads each of
+3. else, with backfill on, the first placement behind an earlier waiting job of its team where it
+   may start now beside that head (phase 6 backfills it there): a job no pool has room for in its
+   own right still uses instances a head cannot use yet;
+4. else, when an earlier job of its team waits in every pool it prefers, the first placement, to
+   wait behind that head (phase 6);
+5. else the job waits in the pool of every placement no earlier job waits for: it heads each of
    them (so no later job of its team overtakes it in any), and no room can be made in any (so, as
    for a stuck head, later jobs start there only by backfill). Its reason names each placement and
    why it is not used.
 
 A pinned job passes through unchanged, so a queue without flexible jobs decides exactly as before
 this phase existed. Placements larger than their pool, or than its team may ever hold there, are
-never chosen (a job none of whose placements may ever run is explained and blocks nothing). The chosen placement travels with the start (`StartJob.placement`); the
+never chosen (a job none of whose placements may ever run is explained and blocks nothing); a
+training plan's pool is 0 outside its windows (plan_windows.py), so a placement there waits for the
+next one, which its reason names. The chosen placement travels with the start (`StartJob.placement`); the
 job holds that placement's instances, in that pool only, until it is back in the queue, where it may
 be placed anew (the trainer resumes at any world size).
 """
@@ -28,7 +33,7 @@ from dataclasses import replace
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import reasons
+from smq_lambda.scheduling import backfill, plan_windows, reasons
 from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
@@ -55,13 +60,17 @@ def place(state: PassState, job: Job) -> Job | None:
 def _choose(
     state: PassState, options: list[tuple[int, Placement, Job]], open_options: list[tuple[int, Placement, Job]]
 ) -> tuple[int, Placement, Job] | None:
-    """Rules 1 to 3 of the module docstring; None for rule 4."""
+    """Rules 1 to 4 of the module docstring; None for rule 5."""
     for option in open_options:
         if _fits_now(state, option[2]):
             return option
     for option in open_options:
         if _room_can_be_made(state, option[2]):
             return option
+    if state.config.backfill:
+        for option in options:
+            if option not in open_options and backfill.may_start(state, option[2]):
+                return option
     if not open_options:
         return options[0]
     return None
@@ -83,8 +92,11 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
         at = replace(job, demand=placement.demand)
         capacity = state.ledger.capacity(placement.pool_name)
         if capacity is not None and placement.count > capacity:
-            first_reason = first_reason or reasons.never_fits(
-                state.view(placement.pool_name, placement.count), configured=placement.pool_name in state.config.pools
+            first_reason = first_reason or plan_windows.never_fits(
+                state.config,
+                state.now,
+                state.view(placement.pool_name, placement.count),
+                configured=placement.pool_name in state.config.pools,
             )
         elif (why := state.beyond_reach(at)) is not None:
             first_reason = first_reason or why
@@ -128,6 +140,8 @@ def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> st
     at = replace(job, demand=placement.demand)
     view = state.view(placement.pool_name, placement.count)
     if view.capacity is not None and placement.count > view.capacity:
+        if plan_windows.plan_of(state.config, placement.pool_name) is not None:
+            return f"{index}. {placement.describe()}: {plan_windows.never_fits(state.config, state.now, view, configured=True)}"
         return reasons.placement_never_fits(index, placement.describe(), view)
     if blocked := state.blocked(at):
         head = state.team_heads[state.ledger.team(job)][blocked[0]]

@@ -73,6 +73,18 @@ def queued(ahead: int, pool: str, head: str | None) -> str:
     return f"{count(ahead, 'job')} ahead in {pool}{first}"
 
 
+def queued_in_each(places: Sequence[tuple[int, str, str | None]]) -> str:
+    """`queued` for a job waiting in several pools: (jobs ahead, pool, its head) in each, in the
+    job's order of them."""
+    if len(places) == 1:
+        return queued(*places[0])
+    parts = [
+        f"{count(ahead, 'job')} ahead in {pool}" + (f" ({head} is first and waits for instances)" if head else "")
+        for ahead, pool, head in places
+    ]
+    return ", ".join(parts)
+
+
 def awaiting_release(views: Sequence[PoolView]) -> str:
     """The head waits only for stops already in flight (or just decided)."""
     parts = [f"{count(view.need - view.shown_free, 'instance')} of {view.pool}" for view in views]

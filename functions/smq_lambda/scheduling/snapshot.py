@@ -9,6 +9,7 @@ from enum import StrEnum
 from smq_lambda.domain.config_document import QueueConfigDocument
 from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.warm_pools import WarmPool
 
 
 class UnpooledPolicy(StrEnum):
@@ -59,3 +60,9 @@ class Snapshot:
     the hold budgets (`budget_hold`); None: spend unknown, and no budget holds any job."""
     prices: Prices = field(default_factory=dict)
     """The prices in force, for the hold budgets' estimates."""
+    spot_rates: Mapping[str, float] = field(default_factory=dict)
+    """Each instance type's spot interruptions per hour (domain/spot_rates.py), read only when the
+    `spot` section is adaptive (scheduling/purchase_options.py)."""
+    warm_pools: tuple[WarmPool, ...] = ()
+    """The warm pools the queue's attempts left, available at the pass's moment: their instances
+    are held in their pools (domain/warm_pools.py)."""

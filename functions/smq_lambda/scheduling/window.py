@@ -13,9 +13,12 @@ cost is fixed per pool, whatever the depth of the queue. What it gives up, and s
 * more than `SKIP_LOOKAHEAD` jobs in start backoff at the front of one pool hide the jobs behind
   them until their backoff ends;
 * backfill considers the first `BACKFILL_LOOKAHEAD` jobs behind the head, as Slurm's backfill
-  scheduler bounds the jobs it tests per cycle (`bf_max_job_test`);
-* a heterogeneous job is listed under its first pool; beyond that pool's window it does not yet
-  hold back the other pools it needs.
+  scheduler bounds the jobs it tests per cycle (`bf_max_job_test`).
+
+A job that may use several pools (a heterogeneous job's instance groups, a flexible job's
+preferences: `Job.pending_pools`) is listed in each, so it is in every one of those pools' windows
+where its place there puts it, and holds back each pool it heads. The store pays for it: one more
+write per other pool on every save of such a job while it is pending (adapters/pending_listing.py).
 
 A pool without a limit (an unpooled type under `unlimited`) starts at most `UNLIMITED_WINDOW` jobs a
 pass; the events of those starts bring the next pass.
@@ -40,8 +43,8 @@ teams' backlog while the unassigned quota idles. The limit: a job queued while n
 configured (or before the API re-read the configuration that brought them) registers nothing, so if
 its team tag names no configured team (and no job queued under quotas registered the same value) it
 runs as unassigned but is read through its pool's window only, and may wait behind the teams'
-backlog. Pools without a limit have no quotas and no team windows. A job read in two windows is
-decided over once.
+backlog. Pools without a limit have no quotas and no team windows. A job read in two windows (two
+pools', or its pool's and its team's) is decided over once.
 """
 
 from __future__ import annotations

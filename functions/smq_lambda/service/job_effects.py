@@ -76,6 +76,19 @@ class JobEffects:
                 "stop failed; reconciliation retries", extra={"training_job": training_job_name, "error": str(exc)}
             )
 
+    def end_warm_pool(self, training_job_name: str) -> bool:
+        """Ask SageMaker to end a warm pool; False when it failed (logged: a later pass asks again,
+        the warm pool still being held)."""
+        try:
+            self._training.end_warm_pool(training_job_name)
+        except TrainingServiceError as exc:
+            logger.warning(
+                "ending a warm pool failed; a later pass asks again",
+                extra={"training_job": training_job_name, "error": str(exc)},
+            )
+            return False
+        return True
+
     def create(self, job: Job) -> tuple[Created, Job]:
         """Create the job's current attempt; a refusal fails the job or sends it back with backoff,
         an unknown outcome leaves it `starting`. Returns what happened and the job as it now stands."""

@@ -10,7 +10,7 @@ from datetime import datetime
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
-from smq_lambda.ports import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
@@ -84,6 +84,7 @@ def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> l
             capacity=config.capacity(pool),
             in_use=measured[pool].in_use if pool in measured else 0,
             head=measured[pool].head if pool in measured else None,
+            warm=measured[pool].warm if pool in measured else 0,
         )
         for pool in names
     ]

@@ -4,13 +4,15 @@ the usage of each pool (published for GET /pools) and the jobs stuck between two
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.domain.teams import held_in_pools
-from smq_lambda.ports import PoolMeasure, PoolUsageReport
+from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service.team_measures import team_measures, waiting_by_group
@@ -35,22 +37,34 @@ def pool_usage(
     now: datetime,
     heads: Mapping[str, str],
     pending: Iterable[Job] = (),
+    warm_pools: Iterable[WarmPool] = (),
 ) -> PoolUsageReport:
     """Every configured pool, then any instance type live jobs or waiting heads use without a pool
-    (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs
-    plus training jobs outside the queue), and the job that waits first for it.
+    (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs,
+    training jobs outside the queue and `warm_pools`), of them the warm ones, and the job that waits
+    first for it.
 
     With quotas configured, also each team's share of those pools (service/team_measures.py);
     `pending` are the pending jobs the pass saw (its windows), counted per team and pool with the
     longest wait among them."""
     held = [job for job in live if job.state in LIVE_STATES]
-    ledger = Ledger.measure(Snapshot(jobs=tuple(held), external_usage=outside), config)
+    warm = tuple(warm_pools)
+    ledger = Ledger.measure(Snapshot(jobs=tuple(held), external_usage=outside, warm_pools=warm), config)
+    warm_held = Counter[str]()
+    for kept in warm:
+        warm_held.update(kept.demand)
     names = list(config.pools)
     for pool in [*(pool for job in held for pool in job.demand), *heads]:
         if pool not in names:
             names.append(pool)
     pools = tuple(
-        PoolMeasure(pool=pool, capacity=ledger.capacity(pool), in_use=ledger.used(pool), head=heads.get(pool))
+        PoolMeasure(
+            pool=pool,
+            capacity=ledger.capacity(pool),
+            in_use=ledger.used(pool),
+            head=heads.get(pool),
+            warm=warm_held[pool],
+        )
         for pool in names
     )
     teams = team_measures(

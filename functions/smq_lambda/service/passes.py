@@ -16,10 +16,12 @@ from smq_lambda.domain.budgets import holds_any, month_days
 from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.warm_pools import WarmPoolTotals
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy
 from smq_lambda.governance import notices
 from smq_lambda.governance.notices import NoticeAction
+from smq_lambda.pool_usage import PoolUsageReport
 from smq_lambda.ports import (
     ConfigSource,
     CostLedger,
@@ -28,17 +30,21 @@ from smq_lambda.ports import (
     JobStore,
     PassLease,
     PoolUsageBoard,
-    PoolUsageReport,
     PriceSource,
+    SpotInterruptionBook,
     TeamUsageHistory,
+    WarmPoolStore,
 )
-from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, ReleaseWarmPool, StartJob
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide_pass
+from smq_lambda.scheduling.plan_windows import in_force
+from smq_lambda.scheduling.purchase_options import listed_windows
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pool_usage
+from smq_lambda.service.spot_interruptions import rates_for_pass
 from smq_lambda.service.start_estimates import StartEstimates
 from smq_lambda.service.team_usage import TeamUsageKeeper
 
@@ -65,6 +71,9 @@ class PassReport:
     usage: PoolUsageReport | None = None
     start_accuracy: list[StartAccuracy] = field(default_factory=list)
     """Each job started, measured against the first estimate it was given (see start_estimates.py)."""
+    warm_totals: WarmPoolTotals | None = None
+    """What the warm pools that ended so far retained and how many were reused (read by the last
+    pass of the call, when the stack keeps warm pools)."""
 
 
 class Passes:
@@ -82,6 +91,8 @@ class Passes:
         durations: DurationStore | None = None,
         cost_ledger: CostLedger | None = None,
         prices: PriceSource | None = None,
+        spot_interruptions: SpotInterruptionBook | None = None,
+        warm_pools: WarmPoolStore | None = None,
     ) -> None:
         self._store = store
         self._config = config
@@ -94,6 +105,8 @@ class Passes:
         self._start_estimates = StartEstimates(durations, usage_board)
         self._cost_ledger = cost_ledger
         self._prices = prices
+        self._spot_interruptions = spot_interruptions
+        self._warm_pools = warm_pools
 
     def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
         """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
@@ -126,15 +139,18 @@ class Passes:
         (`JobStore.in_use`), and per pool (with team quotas, also per team and pool) the first
         pending jobs as far as they can matter (see scheduling/window.py), never the whole queue;
         with team quotas, also the teams' past usage (see service/team_usage.py); with a hold
-        budget, the teams' spend this month and the prices (see scheduling/budget_hold.py); the last
+        budget, the teams' spend this month and the prices (see scheduling/budget_hold.py); with an
+        adaptive `spot` section, the spot interruption rates (service/spot_interruptions.py); the warm
+        pools the queue's attempts left, still held (domain/warm_pools.py); the last
         report's first estimates (one item), and for its estimates the duration summaries of the
         jobs it estimates (see service/start_estimates.py).
         """
         report.passes += 1
         now = self._clock()
-        config = self._config.load()
+        config = in_force(self._config.load(), now)  # the same in force as in decide_pass: it sizes the windows
         held = self._store.in_use()
-        ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside), config)
+        warm = tuple(self._warm_pools.available(now)) if self._warm_pools is not None else ()
+        ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside, warm_pools=warm), config)
         # One measurement per pass: it sizes the windows, then the pass decides on it (pending jobs
         # hold nothing, so it is the ledger of the whole snapshot).
         pools = sorted(set(config.pools) | held.pools)
@@ -144,7 +160,13 @@ class Passes:
         team_usage = counted.usage if counted is not None else {}
         team_spend, prices = self._budget_inputs(config, now)
         snapshot = Snapshot(
-            jobs=tuple(jobs), external_usage=held.outside, team_usage=team_usage, team_spend=team_spend, prices=prices
+            jobs=tuple(jobs),
+            external_usage=held.outside,
+            team_usage=team_usage,
+            team_spend=team_spend,
+            prices=prices,
+            spot_rates=rates_for_pass(self._spot_interruptions, config, now),
+            warm_pools=warm,
         )
         decision = decide_pass(snapshot, now, config, measured=ledger)
         by_name = {job.name: job for job in jobs}
@@ -153,6 +175,9 @@ class Passes:
         for action in decision.actions:
             with isolated(action.job_name, type(action).__name__, report.job_errors):
                 after[action.job_name] = self._apply(action, by_name[action.job_name], now, report)
+        for release in decision.warm_releases:
+            with isolated(release.training_job_name, "ReleaseWarmPool", report.job_errors):
+                self._release(release)
         for job in held.live:
             if job.state is JobState.STOPPING and job.current_attempt is not None:
                 with isolated(job.name, "stop", report.job_errors):
@@ -161,13 +186,16 @@ class Passes:
         final = [job for job in after.values() if job.is_live]
         report.stuck = count_stuck(final, now, self._stuck_after)
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
-        usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting)
-        usage = replace(usage, budget_held=decision.budget_held)
+        reused = {action.warm_pool for action in decision.actions if isinstance(action, StartJob)}
+        warm_left = [pool for pool in warm if pool.training_job_name not in reused]
+        usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting, warm_pools=warm_left)
+        usage = replace(usage, budget_held=decision.budget_held, spot_rates=snapshot.spot_rates)
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
         if not another:
             left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
             # After the actions were applied, off the path of any start or stop.
             usage = replace(usage, estimates=self._start_estimates.estimate(left, now, config))
+            report.warm_totals = self._warm_pools.totals() if self._warm_pools is not None else None
         usage, accuracy = self._start_estimates.keep_first(usage, report.started[started_before:])
         report.start_accuracy.extend(accuracy)
         report.usage = usage
@@ -188,12 +216,10 @@ class Passes:
     ) -> list[Job]:
         """The pending jobs of every window (each pool's, and with quotas each team's in each pool,
         removed teams' included), each once, the live ones left out (the index may lag a start)."""
-        windows = [
-            self._store.pending_window(pool, size)
-            for pool, size in window_sizes(pools, ledger, backfill=config.backfill).items()
-        ]
-        team_windows = team_window_sizes(
-            pools, ledger, config.teams, backfill=config.backfill, team_tags=held.team_tags
+        sizes = window_sizes(pools, ledger, backfill=config.backfill)
+        windows = [self._store.pending_window(pool, size) for pool, size in listed_windows(sizes).items()]
+        team_windows = listed_windows(
+            team_window_sizes(pools, ledger, config.teams, backfill=config.backfill, team_tags=held.team_tags)
         )
         seen_teams: set[str] = set()
         for (pool, team), size in team_windows.items():
@@ -248,7 +274,12 @@ class Passes:
             return decided
         if isinstance(action, StartJob):
             starting = lifecycle.start(
-                job, now, reason=action.reason, backfill=action.backfill, placement=action.placement
+                job,
+                now,
+                reason=action.reason,
+                backfill=action.backfill,
+                placement=action.placement,
+                keep_alive_s=action.keep_alive_s,
             )
             started = self._effects.save(starting, job)
             if started is None:
@@ -274,6 +305,14 @@ class Passes:
         if isinstance(action, ExplainWait):
             return self._effects.save(lifecycle.explain(job, now, action.reason), job) or job
         assert_never(action)
+
+    def _release(self, release: ReleaseWarmPool) -> None:
+        """End a warm pool in SageMaker, then mark it released, so later passes count its instances
+        as on their way back (until its end report removes it)."""
+        assert self._warm_pools is not None, "a pass without warm pools releases none"
+        if self._effects.end_warm_pool(release.training_job_name):
+            self._warm_pools.release(release.training_job_name)
+            logger.info("warm pool ended", extra={"training_job": release.training_job_name, "reason": release.reason})
 
     def _whole(self, decided: Job) -> Job | None:
         """The job as stored, if it is still the one decided over (same submission and version)."""

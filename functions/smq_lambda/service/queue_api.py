@@ -10,8 +10,8 @@ what it measured, and `pools()` reads that.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -24,27 +24,16 @@ from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolatio
 from smq_lambda.governance.idle_scope import check_exemption
 from smq_lambda.governance.limits import violations
 from smq_lambda.governance.policy import Policy
-from smq_lambda.ports import (
-    ConfigSource,
-    JobStore,
-    PolicySource,
-    PoolUsage,
-    PoolUsageBoard,
-    PriceSource,
-    SchedulerTrigger,
-)
+from smq_lambda.pool_usage import PoolUsage
+from smq_lambda.ports import ConfigSource, JobStore, PolicySource, PoolUsageBoard, PriceSource, SchedulerTrigger
 from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.scheduling.skips import skip_rule
 from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
-from smq_lambda.service.submission import (
-    SubmissionPolicy,
-    check_budget_override,
-    check_priority,
-    last_finished_job_id,
-    new_job,
-)
+from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
+from smq_lambda.service.submission_tags import check_budget_override
 from smq_lambda.service.timeline import TimelineAttempt, attempts_between
 
 WRITE_ATTEMPTS = 3
@@ -83,6 +72,8 @@ class CurrentPools:
     pools: list[PoolUsage]
     measured_at: datetime | None
     """When the pass measured it; None before any pass published (counted from the table then)."""
+    spot_rates: Mapping[str, float] = field(default_factory=dict)
+    """Per instance type, the spot interruptions per hour the last pass decided with."""
 
 
 class AccessRulesSource(Protocol):
@@ -190,14 +181,15 @@ class QueueService:
         limit: int = 50,
         next_token: str | None = None,
     ) -> PositionedPage:
-        """One page in scheduling order; positions cost one index query per pool with pending jobs.
-        With `owner`, the store reads that owner's jobs only, however many others the states hold."""
+        """One page in scheduling order; positions cost one index query per pending job and pool it
+        waits in. With `owner`, the store reads that owner's jobs only, however many others the
+        states hold."""
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
-        positions = self._positions([job for job in page.jobs if job.state is JobState.PENDING])
+        places = self._places([job for job in page.jobs if job.state is JobState.PENDING])
         last_pass = self._last_pass()
         prices = self._prices_in_force()
         return PositionedPage(
-            jobs=[self._priced(self._explained(job, positions.get(job.name), last_pass), prices) for job in page.jobs],
+            jobs=[self._priced(self._explained(job, places.get(job.name), last_pass), prices) for job in page.jobs],
             next_token=page.next_token,
         )
 
@@ -230,8 +222,9 @@ class QueueService:
     def pools(self) -> CurrentPools:
         """Every configured pool, plus any instance type that live jobs use without a pool, as the
         last pass measured them (before the first pass: counted from the table by key), and the
-        jobs pending in each now (one Select=COUNT Query per pool)."""
-        config = self._config.load()
+        jobs pending in each now (one Select=COUNT Query per pool). A training plan's pool holds its
+        instances only while a window is open (scheduling/plan_windows.py)."""
+        config = in_force(self._config.load(), self._clock())
         report = self._usage_board.latest() if self._usage_board is not None else None
         measured_at = None if report is None else report.measured_at
         held = self._store.in_use()
@@ -241,7 +234,12 @@ class QueueService:
         shown = {measure.pool for measure in measures}
         pools = [
             PoolUsage(
-                measure.pool, measure.capacity, measure.in_use, self._store.count_pending(measure.pool), measure.head
+                measure.pool,
+                measure.capacity,
+                measure.in_use,
+                self._store.count_pending(measure.pool),
+                measure.head,
+                measure.warm,
             )
             for measure in measures
         ]
@@ -249,7 +247,8 @@ class QueueService:
             pending = self._store.count_pending(pool)
             if pending:
                 pools.append(PoolUsage(pool, config.capacity(pool), 0, pending))
-        return CurrentPools(pools=pools, measured_at=measured_at)
+        spot_rates = {} if measured_at is None else report.spot_rates
+        return CurrentPools(pools=pools, measured_at=measured_at, spot_rates=spot_rates)
 
     def quotas(self) -> CurrentQuotas:
         """Each team's share of each pool (service/quotas.py): what the last pass measured, under
@@ -317,24 +316,26 @@ class QueueService:
             return self._explained(job, None, self._last_pass())
         if job.state is not JobState.PENDING:
             return PositionedJob(job, None, job.reason)
-        return self._explained(job, self._positions([job]).get(job.name), self._last_pass())
+        return self._explained(job, self._places([job]).get(job.name), self._last_pass())
 
-    def _positions(self, pending: list[Job]) -> dict[str, int]:
-        """Each pending job's 1-based place in its pool: per pool, one count up to the first job
-        and then one count of the span between each job and the next."""
-        positions: dict[str, int] = {}
+    def _places(self, pending: list[Job]) -> dict[str, dict[str, int]]:
+        """Each pending job's 1-based place in each pool it waits in (`Job.pending_pools`: a job that
+        may use several is listed in each): per pool, one count up to the first job and then one
+        count of the span between each job and the next."""
+        places: dict[str, dict[str, int]] = {job.name: {} for job in pending}
         by_pool: dict[str, list[Job]] = {}
         for job in pending:
-            by_pool.setdefault(job.pool, []).append(job)
+            for pool in job.pending_pools:
+                by_pool.setdefault(pool, []).append(job)
         for pool, jobs in by_pool.items():
             previous: str | None = None
             place = 0
             for job in sorted(jobs, key=lambda job: job.order):
                 key = order_key(job.priority, job.submitted_at, job.name)
                 place += 1 + self._store.count_pending(pool, after=previous, before=key)
-                positions[job.name] = place
+                places[job.name][pool] = place
                 previous = key
-        return positions
+        return places
 
     def _last_pass(self) -> LastPass | None:
         report = self._usage_board.latest() if self._usage_board is not None else None
@@ -343,9 +344,9 @@ class QueueService:
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
         return LastPass(heads, report.measured_at, report.estimates, report.teams, report.budget_held)
 
-    def _explained(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
+    def _explained(self, job: Job, places: Mapping[str, int] | None, last_pass: LastPass | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
-        entry = self._reasoned(job, position, last_pass)
+        entry = self._reasoned(job, places or {}, last_pass)
         if job.state is JobState.PENDING and (last_pass is None or not last_pass.current_for(job)):
             entry = replace(entry, estimate_at_next_pass=True)
         if last_pass is None:
@@ -356,21 +357,25 @@ class QueueService:
         estimate = last_pass.estimate_for(job)
         return entry if estimate is None else replace(entry, estimated_start=estimate)
 
-    def _reasoned(self, job: Job, position: int | None, last_pass: LastPass | None) -> PositionedJob:
+    def _reasoned(self, job: Job, places: Mapping[str, int], last_pass: LastPass | None) -> PositionedJob:
         """A pending job's reason is the one the passes wrote when it is news (a head, a job the
         pass's own skip rule sets aside, a job the last pass held for its team's budget, a job no
         pass has seen yet); otherwise the job waits behind
-        a head, and its reason is its place, computed now (noting a team no longer configured)."""
+        a head, and its reason is its place in each pool it waits in, computed now (noting a team no
+        longer configured). Its position is its place in the pool it is listed under."""
+        position = places.get(job.pool)
         if position is None or last_pass is None or not last_pass.current_for(job):
             return PositionedJob(job, position, job.reason)
-        config = self._config.load()
+        config = in_force(self._config.load(), self._clock())
         if (
             job.name in last_pass.by_pool.values()
             or job.name in last_pass.budget_held
             or skip_rule(job, self._clock(), config.capacity) is not None
         ):
             return PositionedJob(job, position, job.reason)
-        place = reasons.queued(position - 1, job.pool, last_pass.by_pool.get(job.pool))
+        place = reasons.queued_in_each(
+            [(places[pool] - 1, pool, last_pass.by_pool.get(pool)) for pool in job.pending_pools if pool in places]
+        )
         return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, config.teams))
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.teams import UNASSIGNED, Sharing
-from smq_lambda.ports import JobStore, PoolUsageReport, TeamMeasure
+from smq_lambda.pool_usage import PoolUsageReport, TeamMeasure
+from smq_lambda.ports import JobStore
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.team_measures import GroupPool, Waiting, team_measures
 

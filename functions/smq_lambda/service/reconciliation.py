@@ -4,7 +4,7 @@ It describes every live attempt and applies the answer as a report; re-creates a
 attempt SageMaker never got; replaces the outside usage the events recorded with what SageMaker
 lists; sweeps the idle alarms no open attempt owns; and acts on every idle alarm still in ALARM as
 its notification would have (service/idle_stop.py), so a notification lost for good stops the job
-at the next reconciliation.
+at the next reconciliation; and describes every warm pool still held (service/warm_pool_intake.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.report_intake import ReportIntake, current_policy
+from smq_lambda.service.warm_pool_intake import WarmPoolKeeper
 
 logger = Logger(service="smq", child=True)
 
@@ -52,8 +53,10 @@ class Reconciler:
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,
         notifier: Notifier | None = None,
+        warm_pools: WarmPoolKeeper | None = None,
     ) -> None:
-        """`notifier`: where the re-check of idle alarms tells owners of the stops it makes."""
+        """`notifier`: where the re-check of idle alarms tells owners of the stops it makes.
+        `warm_pools`: the warm pools still held, each described (None: the stack keeps none)."""
         self._store = store
         self._training = training
         self._config = config
@@ -62,6 +65,7 @@ class Reconciler:
         self._effects = effects
         self._policy = policy
         self._idle_watch = idle_watch
+        self._warm_pools = warm_pools
         self._idle_stop = (
             IdleStop(
                 store=store,
@@ -99,6 +103,9 @@ class Reconciler:
             with isolated("(idle alarms)", "sweep", result.job_errors):
                 self._idle_watch.sweep(alarm_names, open_attempts, policy, self._training)
         self._recheck_idle_alarms(result)
+        if self._warm_pools is not None:
+            with isolated("(warm pools)", "reconcile", result.job_errors):
+                result.repaired += self._warm_pools.reconcile(self._training)
         return result
 
     def _recheck_idle_alarms(self, result: Reconciliation) -> None:

@@ -29,9 +29,10 @@ from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import tag_map
-from smq_lambda.ports import JobStore, PolicySource, TrainingEndListener, TrainingJobStatus
+from smq_lambda.ports import JobStore, PolicySource, SpotInterruptionBook, TrainingEndListener, TrainingJobStatus
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects, isolated
+from smq_lambda.service.spot_interruptions import count_interruptions
 
 logger = Logger(service="smq", child=True)
 
@@ -71,10 +72,12 @@ class ReportIntake:
         idle_watch: IdleWatch | None,
         stack: str | None = None,
         training_end_listeners: Sequence[TrainingEndListener] = (),
+        spot_interruptions: SpotInterruptionBook | None = None,
     ) -> None:
         """`stack`: this stack's name; a training job tagged with another smq stack's is outside
         this queue whatever job its tags name, and only its instances are counted.
-        `training_end_listeners`: told of each own attempt's end in SageMaker (costs, durations)."""
+        `training_end_listeners`: told of each own attempt's end in SageMaker (costs, durations).
+        `spot_interruptions`: where each own attempt's spot interruptions are counted, once each."""
         self._store = store
         self._effects = effects
         self._clock = clock
@@ -82,6 +85,7 @@ class ReportIntake:
         self._idle_watch = idle_watch
         self._stack = stack
         self._training_end_listeners = tuple(training_end_listeners)
+        self._spot_interruptions = spot_interruptions
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:
         """Apply one SageMaker status report (event or describe) to its job. Duplicates and reports of
@@ -121,6 +125,8 @@ class ReportIntake:
                 if outcome is not None:
                     outcome.outside = True
                 return None
+            if self._spot_interruptions is not None:
+                count_interruptions(self._spot_interruptions, job, attempt_number, status, self._clock())
             effect = apply_report(job, attempt_number, status, self._clock(), policy)
             if effect is None:
                 if not is_stale(job, attempt_number, status):

@@ -24,10 +24,12 @@ from smq_lambda.ports import (
     PolicySource,
     PoolUsageBoard,
     PriceSource,
+    SpotInterruptionBook,
     TeamUsageHistory,
     TrainingEndListener,
     TrainingJobStatus,
     TrainingService,
+    WarmPoolStore,
 )
 from smq_lambda.service.duration_history import DurationRecorder
 from smq_lambda.service.idle_watch import IdleWatch
@@ -36,6 +38,7 @@ from smq_lambda.service.pass_measures import STUCK_AFTER
 from smq_lambda.service.passes import Passes, PassReport
 from smq_lambda.service.reconciliation import Reconciler, Reconciliation
 from smq_lambda.service.report_intake import ReportIntake, ReportOutcome
+from smq_lambda.service.warm_pool_intake import WarmPoolKeeper
 
 
 class Scheduler:
@@ -59,6 +62,8 @@ class Scheduler:
         cost_ledger: CostLedger | None = None,
         prices: PriceSource | None = None,
         durations: DurationStore | None = None,
+        spot_interruptions: SpotInterruptionBook | None = None,
+        warm_pools: WarmPoolStore | None = None,
     ) -> None:
         """`policy` None: the default governance policy (`Policy()`). `idle_watch` None: no idle
         alarms (no idle topic configured). `team_usage` None: no usage history, so with team quotas
@@ -69,9 +74,15 @@ class Scheduler:
         `cost_ledger` and `prices`: the teams' spend and the prices the hold budgets need; without
         either no budget holds a job (scheduling/budget_hold.py). `durations` None: nothing is
         learned, and start estimates know only tags and MaxRuntimeInSeconds; else completions are
-        added to it (service/duration_history.py) and passes estimate from it."""
+        added to it (service/duration_history.py) and passes estimate from it. `spot_interruptions`:
+        where reports count spot interruptions and passes read their rates (None: no adaptive spot).
+        `warm_pools`: where reports record the warm pools attempts leave and passes read them (None:
+        warm pools are not counted, as before the queue knew of them)."""
         if durations is not None:
             training_end_listeners = (*training_end_listeners, DurationRecorder(durations))
+        keeper = WarmPoolKeeper(warm_pools, clock) if warm_pools is not None else None
+        if keeper is not None:
+            training_end_listeners = (*training_end_listeners, keeper)
         effects = JobEffects(store=store, training=training, clock=clock, retry_limits=retry_limits, notifier=notifier)
         self._reports = ReportIntake(
             store=store,
@@ -81,6 +92,7 @@ class Scheduler:
             idle_watch=idle_watch,
             stack=stack,
             training_end_listeners=training_end_listeners,
+            spot_interruptions=spot_interruptions,
         )
         self._reconciler = Reconciler(
             store=store,
@@ -92,6 +104,7 @@ class Scheduler:
             policy=policy,
             idle_watch=idle_watch,
             notifier=notifier,
+            warm_pools=keeper,
         )
         self._passes = Passes(
             store=store,
@@ -105,6 +118,8 @@ class Scheduler:
             cost_ledger=cost_ledger,
             prices=prices,
             durations=durations,
+            spot_interruptions=spot_interruptions,
+            warm_pools=warm_pools,
         )
 
     def report(self, job_name: str, attempt_number: int, status: TrainingJobStatus) -> ReportOutcome:

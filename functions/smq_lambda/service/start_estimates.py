@@ -24,7 +24,8 @@ from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy, measure_start
 from smq_lambda.forecast.estimate import estimate_starts, estimated_jobs
 from smq_lambda.forecast.start_estimate import GivenEstimate, StartEstimate
-from smq_lambda.ports import DurationStore, PoolUsageBoard, PoolUsageReport
+from smq_lambda.pool_usage import PoolUsageReport
+from smq_lambda.ports import DurationStore, PoolUsageBoard
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service.duration_history import load_history
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.teams import Teams, lent_by
-from smq_lambda.ports import TeamMeasure
+from smq_lambda.pool_usage import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 
 GroupPool = tuple[str, str]

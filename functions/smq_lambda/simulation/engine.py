@@ -1,6 +1,6 @@
 """`smq simulate`'s run of a workload: the queue in virtual time (replay/virtual_queue.py) from a
 trace's first arrival to its last completion, measured as it goes (pools, waits, inversions, lost
-work, teams) into the metrics a run reports. The smq policy also gets the spot fallback of the
+work, teams, placement) into the metrics a run reports. The smq policy also gets the spot fallback of the
 governance rules; the baselines have none. Asked to, it also estimates the pending jobs' starts
 before passes and measures them (simulation/estimates.py). Given prices, it prices every attempt
 and applies the team budgets to smq's pass (simulation/costs.py).
@@ -9,7 +9,7 @@ and applies the team budgets to smq's pass (simulation/costs.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.simulation.costs import CostMeter, Pricing
 from smq_lambda.simulation.estimates import EstimateRecorder
 from smq_lambda.simulation.metrics import Meters, Moment, percentiles
+from smq_lambda.simulation.placement_metrics import KeptWork, PlacementMeter
 from smq_lambda.simulation.policies import PolicyName, policy
 from smq_lambda.simulation.teams import SimulatedTeams
 from smq_lambda.simulation.trace import check_pools
@@ -37,6 +38,8 @@ from smq_lambda.simulation.trace import check_pools
 class Result:
     metrics: dict[str, Any]
     segments: list[Segment]
+    waits: dict[str, float] = field(default_factory=dict)
+    """Per job, the time it spent pending (to the end of the run, for an unfinished one)."""
 
 
 class Simulation(VirtualQueue):
@@ -56,6 +59,8 @@ class Simulation(VirtualQueue):
         super().__init__(trace, pools, policy, timing=timing, observe=observe)
         self.governed = governed
         self.meters = Meters.for_pools(self.pools)
+        self.kept_work = KeptWork()
+        self.placement = PlacementMeter(trace)
         self.waits: dict[int, list[float]] = {}
         self.teams = SimulatedTeams.off()  # simulate() gives it the teams of a configuration with quotas
         self.estimates: EstimateRecorder | None = None  # simulate() gives it one when asked
@@ -67,7 +72,11 @@ class Simulation(VirtualQueue):
             self._schedule(job.submit_s, Event.SUBMITTED, job.name)
         self.play()
         self.meters.finish(self.clock)
-        return Result(self._metrics(), sorted(self.segments, key=lambda s: (s.start_s, s.job, s.pool)))
+        metrics = self._metrics()
+        return Result(metrics, sorted(self.segments, key=lambda s: (s.start_s, s.job, s.pool)), self._waits())
+
+    def _waits(self) -> dict[str, float]:
+        return {name: progress.waited for name, progress in self.progress.items()}
 
     def _advance(self, to: float) -> None:
         if to > self.clock:
@@ -108,6 +117,8 @@ class Simulation(VirtualQueue):
 
     def _start(self, job: Job, action: StartJob) -> bool:
         started = super()._start(job, action)
+        if started:
+            self.placement.started(job.name, job.placements, action.placement)
         if started and self.estimates is not None:
             self.estimates.started(job.name, self._now())
         if started and self.costs is not None:
@@ -115,8 +126,11 @@ class Simulation(VirtualQueue):
         return started
 
     def _halt(self, name: str, cause: str) -> float:
-        since = self.progress[name].training_since
+        progress = self.progress[name]
+        since, kept = progress.training_since, progress.kept
         lost = super()._halt(name, cause)
+        if since is not None:
+            self.kept_work.checkpointed(name, self.jobs[name].demand, progress.rate, kept, progress.kept)
         if self.costs is not None and since is not None:
             self.costs.trained(name, self.clock - since, lost)
         return lost
@@ -133,7 +147,8 @@ class Simulation(VirtualQueue):
         progress = self.progress[job.name]
         if self.costs is not None and progress.training_since is not None:
             self.costs.trained(job.name, self.clock - progress.training_since, 0.0)
-        self.meters.keep_training(job.demand, progress.trace.duration_s)
+        for demand, seconds in self.kept_work.completed(job.name, job.demand, progress.rate, progress.trace.duration_s):
+            self.meters.keep_training(demand, seconds)
         self.waits.setdefault(job.priority, []).append(progress.waited)
         super()._complete(job)
 
@@ -167,6 +182,7 @@ class Simulation(VirtualQueue):
             **self.teams.report(makespan, self.trace.values()),
             **({"estimates": self.estimates.report()} if self.estimates is not None else {}),
             **({"cost": self.costs.report()} if self.costs is not None else {}),
+            **({"placement": self.placement.report(self._waits())} if self.placement.flexible else {}),
         }
 
 

@@ -12,7 +12,8 @@ Per pool:
   instances at the moments when some pending job needing the pool would fit in the free instances
   (of every pool it needs). So 1.0 means no accelerator of the pool ever stood idle while work it
   could run waited; 0.9 means a tenth of the contended capacity did. 1.0 when the pool never had
-  pending work.
+  pending work. A flexible job waits in the pool of every placement it prefers, and would fit in
+  its first placement that fits (the one the pass would choose).
 
 Inversion: a pending job H is inverted while it could start if lower-priority jobs were stopped
 and nothing else could give it room: walking the pending jobs in queue order, each takes free and
@@ -20,7 +21,9 @@ releasing instances if they are enough (it only waits for stops in flight or the
 else it is inverted if those plus the instances of not-yet-claimed starting or running jobs of
 strictly lower priority are enough (it claims them, lowest priority first), else it waits behind
 work of its own priority or higher, which is no inversion. `inversion_s` sums the time over the
-inverted jobs; `inversion_max_s` is the longest single stretch one job stayed inverted.
+inverted jobs; `inversion_max_s` is the longest single stretch one job stayed inverted. A flexible
+job takes the first placement that fits, else is inverted at the first that lower-priority jobs
+would make fit.
 """
 
 from __future__ import annotations
@@ -72,13 +75,20 @@ class Moment:
         return cls(capacity, held, releasing, sorted(pending, key=lambda job: job.order), reclaimable)
 
 
+def demands(job: Job) -> list[Mapping[str, int]]:
+    """What a pending job could hold, in its order: each placement of a flexible job, else its demand."""
+    return [placement.demand for placement in job.placements] or [job.demand]
+
+
 def runnable_pools(moment: Moment) -> set[str]:
-    """Pools with a pending job that would fit in the free instances now."""
+    """Pools with a pending job that would fit in the free instances now (at its first placement
+    that fits)."""
     free = {pool: moment.free(pool) for pool in moment.capacity}
     pools: set[str] = set()
     for job in moment.pending:
-        if fits(job.demand, free):
-            pools.update(job.demand)
+        fitting = next((demand for demand in demands(job) if fits(demand, free)), None)
+        if fitting is not None:
+            pools.update(fitting)
     return pools
 
 
@@ -88,22 +98,24 @@ def inverted_jobs(moment: Moment) -> list[str]:
     unclaimed = sorted(moment.reclaimable, key=lambda job: (job.priority, job.name))
     inverted: list[str] = []
     for job in moment.pending:
-        if fits(job.demand, available):
-            available.subtract(job.demand)
+        fitting = next((demand for demand in demands(job) if fits(demand, available)), None)
+        if fitting is not None:
+            available.subtract(fitting)
             continue
         lower = [other for other in unclaimed if other.priority < job.priority]
         reachable = Counter(available)
         for other in lower:
             reachable.update(other.demand)
-        if not fits(job.demand, reachable):
+        wanted = next((demand for demand in demands(job) if fits(demand, reachable)), None)
+        if wanted is None:
             continue
         inverted.append(job.name)
         for other in lower:
-            if fits(job.demand, available):
+            if fits(wanted, available):
                 break
             available.update(other.demand)
             unclaimed.remove(other)
-        available.subtract(job.demand)
+        available.subtract(wanted)
     return inverted
 
 
@@ -145,7 +157,7 @@ class Meters:
         """Integrate `moment` over [start, end)."""
         span = end - start
         runnable = runnable_pools(moment)
-        waiting = {pool for job in moment.pending for pool in job.demand}
+        waiting = {pool for job in moment.pending for demand in demands(job) for pool in demand}
         for pool, meter in self.pools.items():
             meter.held_s += span * moment.held.get(pool, 0)
             if pool in waiting:

@@ -13,6 +13,10 @@
   deviation: a preempted job still stopping is not started again (the article would start a second
   SageMaker job for it; the simulator's job has one attempt at a time).
 
+Only smq places a flexible job (any of its preferences, scheduling/placement.py); the baselines
+have no placement: they run it at its first preference, as a queue that knows one instance type
+per job would.
+
 A policy is a function of the snapshot and the time, like `decide`.
 """
 
@@ -61,7 +65,7 @@ def fifo(snapshot: Snapshot, pools: Mapping[str, int]) -> list[Action]:
     )
     for job in pending:
         if blocked.isdisjoint(job.demand) and ledger.fits(job.demand):
-            actions.append(StartJob(job.name, job.next_attempt_number, "fifo: first in line and it fits"))
+            actions.append(_start(job, "fifo: first in line and it fits"))
             ledger.take(job.demand)
         else:
             blocked.update(job.demand)
@@ -77,9 +81,7 @@ def seed(snapshot: Snapshot, capacity: int) -> list[Action]:
     stopping = sum(job.state in SEED_STOPPING_STATES for job in snapshot.jobs)
     free_slots = capacity - len(running) - stopping
     to_start = max(min(len(pending), free_slots), 0)
-    actions: list[Action] = [
-        StartJob(job.name, job.next_attempt_number, "seed: a free slot") for job in pending[:to_start]
-    ]
+    actions: list[Action] = [_start(job, "seed: a free slot") for job in pending[:to_start]]
     still_pending = pending[to_start:]
     to_test = len(still_pending) - stopping
     if to_test <= 0:
@@ -92,6 +94,12 @@ def seed(snapshot: Snapshot, capacity: int) -> list[Action]:
             break
         actions.append(PreemptJob(victim.name, _attempt(victim), head.name, f"seed: preempted for {head.name}"))
     return actions
+
+
+def _start(job: Job, reason: str) -> StartJob:
+    """The start of a pending job where it is listed: a flexible job at its first preference."""
+    first = job.placements[0] if job.placements else None
+    return StartJob(job.name, job.next_attempt_number, reason, placement=first)
 
 
 def _attempt(job: Job) -> int:

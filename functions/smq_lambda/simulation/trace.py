@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob
+from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob, TracePreference
 
 FIELDS = frozenset(
     {
@@ -30,6 +30,7 @@ FIELDS = frozenset(
         "priority",
         "pool",
         "instances",
+        "preferences",
         "duration_s",
         "team",
         "checkpoint_every_s",
@@ -38,6 +39,7 @@ FIELDS = frozenset(
         "max_runtime_s",
     }
 )
+PREFERENCE_FIELDS = frozenset({"pool", "instances", "duration_s"})
 
 
 class TraceError(ValueError):
@@ -78,13 +80,21 @@ def parse_line(document: Any, line: int) -> TraceJob:
     if unknown:
         raise TraceError(line, unknown[0], f"unknown field (known: {', '.join(sorted(FIELDS))})")
     fields = _Fields(document, line)
+    name, submit_s, priority = fields.text("name"), fields.seconds("submit_s", minimum=0.0), fields.integer("priority")
+    if "preferences" in document:
+        first, *alternatives = _preferences(document, line, fields.seconds("duration_s", minimum=0.0, positive=True))
+    else:
+        pool, instances = fields.text("pool"), fields.integer("instances", minimum=1)
+        duration_s = fields.seconds("duration_s", minimum=0.0, positive=True)
+        first, alternatives = TracePreference(pool, instances, duration_s), []
     job = TraceJob(
-        name=fields.text("name"),
-        submit_s=fields.seconds("submit_s", minimum=0.0),
-        priority=fields.integer("priority"),
-        pool=fields.text("pool"),
-        instances=fields.integer("instances", minimum=1),
-        duration_s=fields.seconds("duration_s", minimum=0.0, positive=True),
+        name=name,
+        submit_s=submit_s,
+        priority=priority,
+        pool=first.pool,
+        instances=first.instances,
+        duration_s=first.duration_s,
+        alternatives=tuple(alternatives),
         team=fields.text("team") if "team" in document else None,
         checkpoint_every_s=(
             fields.seconds("checkpoint_every_s", minimum=0.0, positive=True)
@@ -96,37 +106,70 @@ def parse_line(document: Any, line: int) -> TraceJob:
         max_runtime_s=fields.integer("max_runtime_s", minimum=1) if "max_runtime_s" in document else None,
         line=line,
     )
-    if job.max_runtime_s is not None and job.max_runtime_s < job.duration_s:
-        raise TraceError(
-            line, "max_runtime_s", f"must be at least duration_s ({job.duration_s:g}), not {job.max_runtime_s}"
-        )
+    longest = max([job.duration_s, *(preference.duration_s for preference in job.alternatives)])
+    if job.max_runtime_s is not None and job.max_runtime_s < longest:
+        raise TraceError(line, "max_runtime_s", f"must be at least duration_s ({longest:g}), not {job.max_runtime_s}")
     return job
+
+
+def _preferences(document: Mapping[str, Any], line: int, duration_s: float) -> list[TracePreference]:
+    """A flexible job's preferences, in order; each without `duration_s` trains the job's."""
+    given = [name for name in ("pool", "instances") if name in document]
+    if given:
+        raise TraceError(line, given[0], "a job gives either 'preferences' or 'pool' and 'instances', not both")
+    value = document["preferences"]
+    if not isinstance(value, list) or not value:
+        raise TraceError(line, "preferences", f"must be a non-empty list of preferences, not {value!r}")
+    preferences: list[TracePreference] = []
+    for index, item in enumerate(value):
+        where = f"preferences[{index}]"
+        if not isinstance(item, dict):
+            raise TraceError(line, where, f"must be a JSON object, not {type(item).__name__}")
+        unknown = sorted(set(item) - PREFERENCE_FIELDS)
+        if unknown:
+            known = ", ".join(sorted(PREFERENCE_FIELDS))
+            raise TraceError(line, f"{where}.{unknown[0]}", f"unknown field (known: {known})")
+        fields = _Fields(item, line, prefix=f"{where}.")
+        preference = TracePreference(
+            pool=fields.text("pool"),
+            instances=fields.integer("instances", minimum=1),
+            duration_s=fields.seconds("duration_s", minimum=0.0, positive=True) if "duration_s" in item else duration_s,
+        )
+        if any((earlier.pool, earlier.instances) == (preference.pool, preference.instances) for earlier in preferences):
+            raise TraceError(line, where, f"repeats {preference.instances} × {preference.pool}")
+        preferences.append(preference)
+    return preferences
 
 
 class _Fields:
     """Typed reads of one trace line's members, each failing with the line and the member."""
 
-    def __init__(self, document: Mapping[str, Any], line: int) -> None:
+    def __init__(self, document: Mapping[str, Any], line: int, prefix: str = "") -> None:
         self._document = document
         self._line = line
+        self._prefix = prefix
+        """Where the members are, for the errors (`preferences[1].`: a preference's)."""
+
+    def _error(self, name: str, problem: str) -> TraceError:
+        return TraceError(self._line, self._prefix + name, problem)
 
     def _get(self, name: str) -> Any:
         if name not in self._document:
-            raise TraceError(self._line, name, "is required")
+            raise self._error(name, "is required")
         return self._document[name]
 
     def text(self, name: str) -> str:
         value = self._get(name)
         if not isinstance(value, str) or not value.strip():
-            raise TraceError(self._line, name, f"must be a non-empty string, not {value!r}")
+            raise self._error(name, f"must be a non-empty string, not {value!r}")
         return value
 
     def integer(self, name: str, minimum: int | None = None) -> int:
         value = self._get(name)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TraceError(self._line, name, f"must be an integer, not {value!r}")
+            raise self._error(name, f"must be an integer, not {value!r}")
         if minimum is not None and value < minimum:
-            raise TraceError(self._line, name, f"must be at least {minimum}, not {value}")
+            raise self._error(name, f"must be at least {minimum}, not {value}")
         return value
 
     def seconds(self, name: str, *, minimum: float, positive: bool = False) -> float:
@@ -136,28 +179,40 @@ class _Fields:
         name = "interruptions_s"
         value = self._document.get(name, [])
         if not isinstance(value, list):
-            raise TraceError(self._line, name, f"must be a list of seconds, not {value!r}")
+            raise self._error(name, f"must be a list of seconds, not {value!r}")
         return tuple(sorted(self._number(name, item, minimum=0.0, positive=True) for item in value))
 
     def _number(self, name: str, value: Any, *, minimum: float, positive: bool) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise TraceError(self._line, name, f"must be a number of seconds, not {value!r}")
+            raise self._error(name, f"must be a number of seconds, not {value!r}")
         if value < minimum or (positive and value <= 0):
             bound = "greater than 0" if positive else f"at least {minimum:g}"
-            raise TraceError(self._line, name, f"must be {bound}, not {value!r}")
+            raise self._error(name, f"must be {bound}, not {value!r}")
         return float(value)
 
 
 def check_pools(jobs: Iterable[TraceJob], pools: Mapping[str, int]) -> None:
-    """Every job's pool is configured and large enough, or TraceError names the first that is not."""
+    """Every pool a job may run in (each preference's) is configured and large enough, or
+    TraceError names the first that is not."""
     for job in jobs:
-        if job.pool not in pools:
-            configured = ", ".join(sorted(pools)) or "none"
-            raise TraceError(job.line, "pool", f"{job.pool!r} is not a configured pool (configured: {configured})")
-        if job.instances > pools[job.pool]:
-            raise TraceError(
-                job.line, "instances", f"{job.instances} is more than {job.pool} holds ({pools[job.pool]})"
-            )
+        places = (
+            [("", job.pool, job.instances)]
+            if not job.alternatives
+            else [
+                (f"preferences[{index}].", preference.pool, preference.instances)
+                for index, preference in enumerate(job.preferences)
+            ]
+        )
+        for where, pool, instances in places:
+            if pool not in pools:
+                configured = ", ".join(sorted(pools)) or "none"
+                raise TraceError(
+                    job.line, f"{where}pool", f"{pool!r} is not a configured pool (configured: {configured})"
+                )
+            if instances > pools[pool]:
+                raise TraceError(
+                    job.line, f"{where}instances", f"{instances} is more than {pool} holds ({pools[pool]})"
+                )
 
 
 def write_trace(jobs: Iterable[TraceJob]) -> str:

@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import archived, to_item
+from smq_lambda.adapters.pending_listing import listing_changes
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import JobConflict
@@ -40,10 +41,21 @@ def test_create_registers_the_pools_then_puts_version_one_where_no_item_has_the_
     assert DynamoJobStore(STUB_TABLE, offline_client).create(new) == replace(new, version=1)
 
 
-def test_create_registers_every_pool_of_a_heterogeneous_job(stub: Stubber, offline_client: Any) -> None:
+def test_create_registers_every_pool_of_a_heterogeneous_job_and_lists_it_in_each(
+    stub: Stubber, offline_client: Any
+) -> None:
+    """One transaction: version one where no item has the name, and its listing item in its second
+    pool (pending_listing.py)."""
     new = job("hetero", groups=[(P5, 2), (G5, 1)])
+    item = to_item(replace(new, version=1), ttl_days=TTL_DAYS)
+    (listed,) = listing_changes(new, item).values()
+    assert listed is not None and listed["name"] == {"S": f"#listing#{G5}#hetero"}
     stub.add_response("update_item", {}, registry_update(sorted([G5, P5])))
-    stub.add_response("put_item", {}, _new_name_put(new))
+    stub.add_response(
+        "transact_write_items",
+        {},
+        {"TransactItems": [{"Put": _new_name_put(new)}, {"Put": {"TableName": STUB_TABLE, "Item": listed}}]},
+    )
 
     DynamoJobStore(STUB_TABLE, offline_client).create(new)
 

@@ -148,3 +148,41 @@ def test_in_use_is_exactly_the_stored_live_jobs_after_any_lifecycle(
         assert store.in_use().live == _stored(dynamodb_client, table)[0]
     finally:
         dynamodb_client.delete_table(TableName=table)
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        (preempt, lambda c: lifecycle.requeue(c, T0, outcome="preempted", reason="p")),
+        (lambda c: lifecycle.refuse_start(c, T0, reason="CapacityError", lasting=False),),
+    ],
+    ids=["requeued", "refused-for-a-while"],
+)
+def test_a_flexible_job_back_in_the_queue_leaves_the_live_set_of_the_pool_its_attempt_held(
+    dynamodb_client: Any, back: tuple[Callable[[Job], Job], ...]
+) -> None:
+    """Pending again, it is listed under its first preference: its attempt held its second."""
+    from tests.adapters.job_store_contract.test_pending_listings import flexible
+
+    table = create_queue_table(dynamodb_client, f"smq-flex-{uuid.uuid4().hex[:8]}")
+    store = DynamoJobStore(table, dynamodb_client, ttl_days=TTL_DAYS)
+    current = store.create(flexible("flex", P5, G5))
+    current = store.save(
+        lifecycle.start(current, T0, reason="fits", placement=current.placements[1]), expected_version=1
+    )
+    current = store.save(running(current), expected_version=current.version)
+    assert store.in_use().live == [current]
+
+    for step in back:
+        current = store.save(step(current), expected_version=current.version)
+
+    assert current.state is JobState.PENDING
+    assert store.in_use().live == []
+    assert _live_sets(dynamodb_client, table) == {P5: set(), G5: set()}
+
+
+def _live_sets(client: Any, table: str) -> dict[str, set[str]]:
+    items = {
+        pool: client.get_item(TableName=table, Key={"name": {"S": pool_key(pool)}}).get("Item", {}) for pool in (P5, G5)
+    }
+    return {pool: set(item.get("live", {}).get("SS", [])) for pool, item in items.items()}

@@ -22,6 +22,7 @@ from smq_lambda.errors import ServiceUnavailable, VersionConflict
 
 from tests.adapters.builders import ALICE, G5, P5, T0, job
 from tests.adapters.dynamodb_store.support import STUB_TABLE, TTL_DAYS, Requests, running, started
+from tests.support.aws import pending_index_attributes
 
 _SET = re.compile(r"(#\w+) = (:\w+)")
 
@@ -165,8 +166,10 @@ def test_save_of_a_job_with_attempts_changes_it_and_every_pools_live_set_in_one_
 
     assert sent.operations() == ["TransactWriteItems"]
     (transaction,) = sent.of("TransactWriteItems")
-    job_update, *pool_updates = transaction["TransactItems"]
+    job_update, *pool_updates = transaction["TransactItems"][:3]
+    listings = transaction["TransactItems"][3:]
     assert_updates_to(job_update["Update"], after, before.version)
+    assert listings == _hetero_listing_actions(after)
     assert pool_updates == [
         {
             "Update": {
@@ -179,6 +182,21 @@ def test_save_of_a_job_with_attempts_changes_it_and_every_pools_live_set_in_one_
         }
         for pool in (P5, G5)
     ]
+
+
+def _hetero_listing_actions(after: Job) -> list[dict[str, Any]]:
+    """What a save of the heterogeneous job does to its listing item in its second pool: put while
+    pending, deleted in a state a pending job may enter, untouched otherwise."""
+    key = {"name": {"S": f"#listing#{G5}#hetero"}}
+    if after.state is JobState.PENDING:
+        item = to_item(after, ttl_days=TTL_DAYS)
+        projected = {name: value for name, value in item.items() if name in pending_index_attributes()}
+        listed = {**projected, **key, "pending_pool": {"S": G5}, "pending_team": {"S": f"{G5}#"}}
+        del listed["state"]
+        return [{"Put": {"TableName": STUB_TABLE, "Item": listed}}]
+    if after.state in (JobState.STARTING, JobState.FAILED, JobState.CANCELLED):
+        return [{"Delete": {"TableName": STUB_TABLE, "Key": key}}]
+    return []
 
 
 def test_a_transaction_whose_job_condition_failed_is_a_version_conflict(stub: Stubber, offline_client: Any) -> None:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from moto.dynamodb.models import DynamoDBBackend
 from smq_lambda.domain import lifecycle
 from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.spot import on_demand_request
@@ -55,24 +52,6 @@ def test_of_two_writers_of_one_version_only_the_first_wins(subject: Subject) -> 
 
     assert subject.store.get("a") == started
     assert started.version == created.version + 1
-
-
-@pytest.fixture
-def atomic_moto(monkeypatch: pytest.MonkeyPatch) -> None:
-    """DynamoDB applies each write atomically: its condition is checked and the item changed as one
-    step. moto checks and then changes, and another thread's write can land in between, so the
-    concurrency tests serialize moto's writes as DynamoDB would (the in-memory store locks itself)."""
-    lock = threading.RLock()
-
-    def atomic(write: Callable[..., Any]) -> Callable[..., Any]:
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return write(*args, **kwargs)
-
-        return locked
-
-    for operation in ("put_item", "update_item", "transact_write_items"):
-        monkeypatch.setattr(DynamoDBBackend, operation, atomic(getattr(DynamoDBBackend, operation)))
 
 
 @pytest.mark.usefixtures("atomic_moto")

@@ -1,0 +1,35 @@
+"""Phase 1b of a pass: stop the jobs running on a training plan before its window ends.
+
+Rule: a job starting or running in a training plan's pool is stopped once no window of the plan is
+open (scheduling/plan_windows.py): `stop_margin_s` before the window's end, so it checkpoints
+instead of being cut off when SageMaker ends the reservation. It goes back to the queue as a
+preempted job does (a flexible job may resume at another of its preferences), and its instances
+count as on their way back for the rest of the pass. Jobs already stopping are left as they are.
+"""
+
+from __future__ import annotations
+
+from smq_lambda.domain.states import JobState
+from smq_lambda.scheduling import plan_windows
+from smq_lambda.scheduling.actions import PreemptJob
+from smq_lambda.scheduling.pass_state import PassState
+
+STOPPABLE = (JobState.STARTING, JobState.RUNNING)
+
+
+def stop_at_window_end(state: PassState) -> None:
+    """Stop every starting or running job that holds instances of a closed plan's pool."""
+    if not state.config.training_plans:
+        return
+    stopped = []
+    for job in list(state.live.values()):
+        plans = [plan for pool in job.demand if (plan := plan_windows.plan_of(state.config, pool)) is not None]
+        closed = [plan for plan in plans if plan.open_window(state.now) is None]
+        attempt = job.current_attempt
+        if not closed or job.state not in STOPPABLE or attempt is None:
+            continue
+        reason = plan_windows.window_end(closed[0], state.now)
+        state.actions.append(PreemptJob(job.name, attempt.number, closed[0].pool, reason))
+        del state.live[job.name]
+        stopped.append(job)
+    state.ledger.release(stopped)

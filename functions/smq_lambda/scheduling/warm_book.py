@@ -1,0 +1,25 @@
+"""What a pass knows of the warm pools while it walks (the rules are in `warm_pools`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.scheduling.actions import ReleaseWarmPool
+
+
+class WarmBook:
+    """The warm pools of one pass: those still held, those jobs start on, those the pass ends."""
+
+    def __init__(self, warm_pools: Iterable[WarmPool]) -> None:
+        self.held: list[WarmPool] = sorted(
+            (warm for warm in warm_pools if not warm.released),
+            key=lambda warm: (warm.available_until, warm.training_job_name),
+        )
+        """Available and not ended by the queue, soonest ending first."""
+        self.reused: dict[str, WarmPool] = {}
+        """Per job started on a warm pool in this pass, that warm pool."""
+        self.releases: list[ReleaseWarmPool] = []
+
+    def in_pool(self, pool: str) -> list[WarmPool]:
+        return [warm for warm in self.held if warm.pool == pool]

@@ -1,0 +1,112 @@
+"""Warm pools in the pass: instances a finished attempt keeps warm are capacity, reused without
+breaking priority order, and the queue decides how long each start keeps its own.
+
+A warm pool (domain/warm_pools.py) holds its instances in its pool, like a job outside the queue:
+the ledger counts them as used, and as on their way back once the queue has ended the warm pool.
+They count against no team's quota. Three rules:
+
+1. **Reuse.** When the walk reaches a job whose warm key matches an available warm pool of the
+   pool it would start in (same key, same count), and no earlier job of its team waits for that
+   pool, the warm pool's instances count as free *for that job*: when they, its team's quota and
+   the instances its team may use then cover it, it starts there (SageMaker reuses a matching
+   cluster by itself; the queue only starts the job while the pool is warm), the warm pool that
+   ends soonest first. Its start reason names the warm pool. Otherwise the warm pool stays held.
+2. **Release for a job ahead.** A job the walk makes wait (a head of its pools) that lacks
+   instances of a pool, even counting the stops in flight, ends warm pools there that it does not
+   match, soonest ending first, until what it lacks is covered (`ReleaseWarmPool`:
+   KeepAlivePeriodInSeconds 0). Their instances count as on their way back, before any running
+   job is preempted for it: a job ahead of every job that matches a warm pool comes first.
+3. **Keep-alive** (with a `warm_pools` section, after the walk): each start of a job that may
+   leave a warm pool keeps its request's keep-alive, at most `max_keep_alive_s`, while a matching
+   job (same warm key) still waits among the pending jobs the pass saw; when none does, its
+   keep-alive is removed (idle warm instances bill for nothing), except that a job that starts on a
+   warm pool keeps REUSE_KEEP_ALIVE_S (SageMaker reuses a warm pool only for a job that gives a
+   keep-alive). Without the section every request is sent as submitted.
+
+A pass without warm pools or warm keys decides exactly as before warm pools existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
+from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S, WarmPool
+from smq_lambda.scheduling.actions import Action, ReleaseWarmPool, StartJob
+from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling.reasons import timestamp
+from smq_lambda.scheduling.warm_book import WarmBook
+
+
+def reuse(state: PassState, job: Job) -> bool:
+    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota; True
+    when that decided it (it started, or its team's hold budget set it aside after all)."""
+    warm = _match(state, job)
+    if warm is None:
+        return False
+    team = state.ledger.team(job)
+    state.ledger.hand_over(warm)
+    if state.lack(job) or state.ledger.beyond_quota(team, job.demand):
+        state.ledger.take(warm.demand)
+        return False
+    state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
+    if job.name in state.budget_held:
+        state.ledger.take(warm.demand)
+        return True
+    state.warm.held.remove(warm)
+    state.warm.reused[job.name] = warm
+    return True
+
+
+def _match(state: PassState, job: Job) -> WarmPool | None:
+    """The warm pool `job` would start on, soonest ending first; None when there is none or an
+    earlier job of its team waits for the pool."""
+    if job.warm_key is None or len(job.demand) != 1 or state.blocked(job):
+        return None
+    pool, count = next(iter(job.demand.items()))
+    return next(
+        (warm for warm in state.warm.in_pool(pool) if warm.key == job.warm_key and warm.count == count),
+        None,
+    )
+
+
+def release_for(state: PassState, job: Job) -> None:
+    """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
+    for pool, missing in state.lack(job, counting_releasing=True).items():
+        for warm in state.warm.in_pool(pool):
+            if missing <= 0:
+                break
+            if warm.key == job.warm_key:
+                continue
+            state.warm.held.remove(warm)
+            state.warm.releases.append(
+                ReleaseWarmPool(
+                    warm.training_job_name,
+                    f"ended for {job.name}, which needs its {pool} instances and waits ahead of any job that matches it",
+                )
+            )
+            state.ledger.release_warm(warm)
+            missing -= warm.count
+
+
+def mark_warm_starts(
+    actions: Sequence[Action], pending: Sequence[Job], book: WarmBook, policy: WarmPoolPolicy | None
+) -> list[Action]:
+    """`actions` with each start's warm pool (rule 1: `StartJob.warm_pool`) and, with a policy,
+    its keep-alive ceiling (rule 3: `StartJob.keep_alive_s`)."""
+    started = {action.job_name for action in actions if isinstance(action, StartJob)}
+    by_name = {job.name: job for job in pending}
+    waiting = {job.warm_key for job in pending if job.warm_key is not None and job.name not in started}
+    decided: list[Action] = []
+    for action in actions:
+        job = by_name.get(action.job_name) if isinstance(action, StartJob) else None
+        if isinstance(action, StartJob) and job is not None and job.warm_key is not None:
+            reused = book.reused.get(job.name)
+            action = replace(action, warm_pool=None if reused is None else reused.training_job_name)
+            if policy is not None:
+                ceiling = policy.max_keep_alive_s if job.warm_key in waiting else REUSE_KEEP_ALIVE_S if reused else 0
+                action = replace(action, keep_alive_s=ceiling)
+        decided.append(action)
+    return decided
