@@ -174,6 +174,23 @@ def test_the_trainers_priority_tag_is_kept_unless_a_priority_is_given(world: Que
     assert world.job("given-priority").priority == 9
 
 
+def test_a_model_trainer_gives_instance_preferences_with_a_tag(bucket: str) -> None:
+    """SDK v3 has no member for preferences: the `smq:instance-preferences` tag gives them (entries
+    separated by spaces, which SageMaker's tag pattern allows), and the queue starts the job at its
+    second preference while the first pool is full."""
+    gpu = "ml.g5.xlarge"
+    with QueueWorld({POOL: 1, gpu: 2}) as world:
+        occupy_pool(world)
+        tags = [{"key": "smq:instance-preferences", "value": f"{POOL} {gpu}:2"}]
+
+        make_queue(world).submit(make_trainer(world, tags=tags), job_name="vit-flexible")
+
+        job = world.job("vit-flexible")
+        assert [(placement.instance_type, placement.count) for placement in job.placements] == [(POOL, 1), (gpu, 2)]
+        sent = world.sagemaker.jobs[world.attempt_name("vit-flexible")].request["ResourceConfig"]
+        assert (sent["InstanceType"], sent["InstanceCount"], "InstancePreferences" in sent) == (gpu, 2, False)
+
+
 def test_api_refusals_raise_before_anything_waits(world: QueueWorld, bucket: str) -> None:
     trainer = make_trainer(world, compute=Compute(instance_type="ml.p5.48xlarge", instance_count=1))
 
