@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from smq_lambda.domain.budgets import DEFAULT_WARN_AT, Budget, BudgetAction
 from smq_lambda.domain.costs import Prices
-from smq_lambda.errors import ConfigError
+from smq_lambda.domain.section_parser import SectionParser
 
 COST_KEYS = ("prices", "cost_tags", "budgets")
 BUDGET_KEYS = ("monthly_usd", "action", "warn_at")
@@ -32,25 +32,6 @@ MAX_WARN_AT = 10
 MAX_WARN_SHARE = 10
 
 
-class DocumentParser(Protocol):
-    """The checks config_document.py's parser shares with these sections, so both word their
-    refusals alike."""
-
-    def fail(self, path: str, problem: str) -> ConfigError: ...
-
-    def section(self, value: Any, path: str, shape: str) -> dict[str, Any]: ...
-
-    def known(self, members: Mapping[str, Any], path: str, keys: tuple[str, ...]) -> None: ...
-
-    def tag_key(self, value: Any, path: str) -> str: ...
-
-    def team_name(self, team: str, *, section: str = ...) -> None: ...
-
-    def number(
-        self, value: Any, path: str, *, maximum: float, what: str, minimum: float = ..., above_minimum: bool = ...
-    ) -> float: ...
-
-
 @dataclass(frozen=True)
 class CostSections:
     prices: Prices = field(default_factory=dict)
@@ -58,7 +39,7 @@ class CostSections:
     budgets: Mapping[str, Budget] = field(default_factory=dict)
 
 
-def parse_cost_sections(document: Mapping[str, Any], parser: DocumentParser) -> CostSections:
+def parse_cost_sections(document: Mapping[str, Any], parser: SectionParser) -> CostSections:
     """The cost sections of the full-form `document`, each absent one empty."""
     return CostSections(
         prices=_prices(document.get("prices", {}), parser),
@@ -67,7 +48,7 @@ def parse_cost_sections(document: Mapping[str, Any], parser: DocumentParser) -> 
     )
 
 
-def _prices(value: Any, parser: DocumentParser) -> dict[str, float]:
+def _prices(value: Any, parser: SectionParser) -> dict[str, float]:
     prices: dict[str, float] = {}
     for instance_type, price in parser.section(value, "prices", "of instance type to $ per instance-hour").items():
         if not instance_type.strip():
@@ -81,7 +62,7 @@ def _prices(value: Any, parser: DocumentParser) -> dict[str, float]:
     return prices
 
 
-def _cost_tags(value: Any, parser: DocumentParser) -> tuple[str, ...]:
+def _cost_tags(value: Any, parser: SectionParser) -> tuple[str, ...]:
     if not isinstance(value, list) or len(value) > MAX_COST_TAGS:
         raise parser.fail("cost_tags", f"must be a JSON array of at most {MAX_COST_TAGS} tag keys, not {value!r}")
     keys = tuple(parser.tag_key(key, f"cost_tags[{index}]") for index, key in enumerate(value))
@@ -91,7 +72,7 @@ def _cost_tags(value: Any, parser: DocumentParser) -> tuple[str, ...]:
     return keys
 
 
-def _budgets(value: Any, parser: DocumentParser) -> dict[str, Budget]:
+def _budgets(value: Any, parser: SectionParser) -> dict[str, Budget]:
     budgets: dict[str, Budget] = {}
     for team, member in parser.section(value, "budgets", "of team name to budget").items():
         parser.team_name(team, section="budgets")
@@ -99,7 +80,7 @@ def _budgets(value: Any, parser: DocumentParser) -> dict[str, Budget]:
     return budgets
 
 
-def _budget(value: Any, path: str, parser: DocumentParser) -> Budget:
+def _budget(value: Any, path: str, parser: SectionParser) -> Budget:
     members = parser.section(value, path, "with monthly_usd, action and warn_at")
     parser.known(members, path, BUDGET_KEYS)
     if "monthly_usd" not in members:
@@ -122,7 +103,7 @@ def _budget(value: Any, path: str, parser: DocumentParser) -> Budget:
     )
 
 
-def _warn_at(value: Any, path: str, parser: DocumentParser) -> tuple[float, ...]:
+def _warn_at(value: Any, path: str, parser: SectionParser) -> tuple[float, ...]:
     shape = f"a JSON array of 1 to {MAX_WARN_AT} ascending shares of the budget in (0, {MAX_WARN_SHARE}]"
     if not isinstance(value, list) or not 1 <= len(value) <= MAX_WARN_AT:
         raise parser.fail(path, f"must be {shape}, not {value!r}")

@@ -28,10 +28,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from smq_lambda.domain.bounds import MAX_INSTANCES
-from smq_lambda.errors import ConfigError
+from smq_lambda.domain.section_parser import SectionParser
 
 PLAN_POOL_PREFIX = "plan:"
 PLAN_KEYS = ("arn", "instance_type", "instances", "windows", "stop_margin_s")
@@ -47,20 +47,6 @@ PLAN_ARN_PATTERN = re.compile(r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:
 PLAN_ARN_LENGTH = (50, 2048)
 """botocore's TrainingPlanArn: its pattern and length."""
 INSTANCE_TYPE_PATTERN = re.compile(r"ml\.[a-z0-9-]+\.[a-z0-9-]+")
-
-
-class SectionParser(Protocol):
-    """The checks config_document.py's parser shares with this section."""
-
-    def fail(self, path: str, problem: str) -> ConfigError: ...
-
-    def section(self, value: Any, path: str, shape: str) -> dict[str, Any]: ...
-
-    def known(self, members: Mapping[str, Any], path: str, keys: tuple[str, ...]) -> None: ...
-
-    def count(
-        self, value: Any, path: str, *, maximum: int, unit: str = ..., minimum: int = ..., nullable: bool = ...
-    ) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -24,34 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, spot_pool
-from smq_lambda.errors import ConfigError
+from smq_lambda.domain.section_parser import SectionParser
 
 SPOT_KEYS = ("pools", "on_demand_after_s", "adaptive")
 ADAPTIVE_KEYS = ("max_interruptions_per_hour", "half_life_s")
 DEFAULT_HALF_LIFE_S = 6 * 3600
 """Six hours: a burst of interruptions steers jobs on demand for an afternoon, not for days."""
-
-
-class SpotParser(Protocol):
-    """The checks config_document.py's parser shares with this section, so both word their refusals alike."""
-
-    def fail(self, path: str, problem: str) -> ConfigError: ...
-
-    def section(self, value: Any, path: str, shape: str) -> dict[str, Any]: ...
-
-    def known(self, members: Mapping[str, Any], path: str, keys: tuple[str, ...]) -> None: ...
-
-    def count(
-        self, value: Any, path: str, *, maximum: int, unit: str = ..., minimum: int = ..., nullable: bool = ...
-    ) -> int: ...
-
-    def number(
-        self, value: Any, path: str, *, maximum: float, what: str, minimum: float = ..., above_minimum: bool = ...
-    ) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +50,7 @@ class SpotSection:
     adaptive: AdaptiveSpot | None = None
 
 
-def parse_spot_section(value: Any, pools: Mapping[str, int], parser: SpotParser) -> SpotSection:
+def parse_spot_section(value: Any, pools: Mapping[str, int], parser: SectionParser) -> SpotSection:
     """The `spot` section, checked against the document's on-demand `pools`."""
     members = parser.section(value, "spot", "with pools, on_demand_after_s and adaptive")
     parser.known(members, "spot", SPOT_KEYS)
@@ -90,7 +72,7 @@ def parse_spot_section(value: Any, pools: Mapping[str, int], parser: SpotParser)
     )
 
 
-def _adaptive(value: Any, parser: SpotParser) -> AdaptiveSpot:
+def _adaptive(value: Any, parser: SectionParser) -> AdaptiveSpot:
     members = parser.section(value, "spot.adaptive", "with max_interruptions_per_hour and half_life_s")
     parser.known(members, "spot.adaptive", ADAPTIVE_KEYS)
     if "max_interruptions_per_hour" not in members:
@@ -112,7 +94,7 @@ def _adaptive(value: Any, parser: SpotParser) -> AdaptiveSpot:
     )
 
 
-def with_spot_pools(pools: Mapping[str, int], spot: SpotSection | None, parser: SpotParser) -> dict[str, int]:
+def with_spot_pools(pools: Mapping[str, int], spot: SpotSection | None, parser: SectionParser) -> dict[str, int]:
     """`pools` and the spot pools, each named `<type>:spot`: every pool the queue counts."""
     for pool in pools:
         if pool.endswith(SPOT_POOL_SUFFIX):

@@ -11,11 +11,10 @@ DEFAULT_MAX_KEEP_ALIVE_S. No section: every request's keep-alive is sent as subm
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from smq_lambda.errors import ConfigError
+from smq_lambda.domain.section_parser import SectionParser
 
 WARM_POOL_KEYS = ("max_keep_alive_s",)
 MAX_KEEP_ALIVE_S = 28 * 24 * 3600
@@ -24,26 +23,12 @@ DEFAULT_MAX_KEEP_ALIVE_S = 3600
 """SageMaker's default limit on a keep-alive (an account raises it through a quota)."""
 
 
-class WarmPoolParser(Protocol):
-    """The checks config_document.py's parser shares with this section, so both word their refusals alike."""
-
-    def section(self, value: Any, path: str, shape: str) -> dict[str, Any]: ...
-
-    def known(self, members: Mapping[str, Any], path: str, keys: tuple[str, ...]) -> None: ...
-
-    def count(
-        self, value: Any, path: str, *, maximum: int, unit: str = ..., minimum: int = ..., nullable: bool = ...
-    ) -> int: ...
-
-    def fail(self, path: str, problem: str) -> ConfigError: ...
-
-
 @dataclass(frozen=True)
 class WarmPoolPolicy:
     max_keep_alive_s: int = DEFAULT_MAX_KEEP_ALIVE_S
 
 
-def parse_warm_pools(value: Any, parser: WarmPoolParser) -> WarmPoolPolicy:
+def parse_warm_pools(value: Any, parser: SectionParser) -> WarmPoolPolicy:
     """The `warm_pools` section `value` (present in the document)."""
     members = parser.section(value, "warm_pools", 'with "max_keep_alive_s"')
     parser.known(members, "warm_pools", WARM_POOL_KEYS)
