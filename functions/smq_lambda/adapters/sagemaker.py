@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -236,28 +236,29 @@ class SageMakerTrainingService:
             self._create_call.maybe_created = True
 
     def stop(self, training_job_name: str) -> None:
-        try:
-            self._client.stop_training_job(TrainingJobName=training_job_name)
-        except ClientError as exc:
-            if error_code(exc) in STOP_DONE_ERRORS:
-                return
-            raise service_error("StopTrainingJob", exc) from exc
-        except BotoCoreError as exc:
-            raise service_error("StopTrainingJob", exc) from exc
+        self._ending("StopTrainingJob", lambda: self._client.stop_training_job(TrainingJobName=training_job_name))
 
     def end_warm_pool(self, training_job_name: str) -> None:
         """UpdateTrainingJob answers ValidationException for a training job whose warm pool is not
         available (reused, terminated, never kept): nothing is left to end."""
-        try:
-            self._client.update_training_job(
+        self._ending(
+            "UpdateTrainingJob",
+            lambda: self._client.update_training_job(
                 TrainingJobName=training_job_name, ResourceConfig={"KeepAlivePeriodInSeconds": 0}
-            )
+            ),
+        )
+
+    def _ending(self, operation: str, call: Callable[[], object]) -> None:
+        """Make a call that ends something; an answer that nothing is left to end (STOP_DONE_ERRORS)
+        is success, any other failure a TrainingServiceError."""
+        try:
+            call()
         except ClientError as exc:
             if error_code(exc) in STOP_DONE_ERRORS:
                 return
-            raise service_error("UpdateTrainingJob", exc) from exc
+            raise service_error(operation, exc) from exc
         except BotoCoreError as exc:
-            raise service_error("UpdateTrainingJob", exc) from exc
+            raise service_error(operation, exc) from exc
 
     def describe(self, training_job_name: str) -> TrainingJobStatus | None:
         """The job's status (DescribeTrainingJob has no tags: callers know the job already)."""
