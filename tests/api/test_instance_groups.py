@@ -12,6 +12,7 @@ import pytest
 
 from tests.api.builders import G5, P5, instance_groups, replaced, training_request
 from tests.api.gateway import ApiGateway
+from tests.api.refusals import assert_refused_and_nothing_written
 from tests.support.fakes import RecordingTrigger
 
 HETEROGENEOUS = training_request("hetero-job", ResourceConfig=instance_groups((P5, 1), (G5, 2)))
@@ -106,17 +107,7 @@ def test_what_sagemaker_refuses_for_instance_groups_is_refused_and_nothing_writt
     field: str,
     rule: str,
 ) -> None:
-    assert api.add(training_request("queued-job")).status == 202
-    trigger.kicks.clear()
-    before = dump_table()
-
-    reply = api.add(request_body)
-
-    assert (reply.status, reply.field) == (400, field), reply.body
-    assert field in reply.body["message"]
-    assert rule in reply.body["message"]
-    assert dump_table() == before
-    assert trigger.kicks == []
+    assert_refused_and_nothing_written(api, dump_table, trigger, request_body, field, rule)
 
 
 @pytest.mark.parametrize(
