@@ -241,11 +241,18 @@ def describe_text(job: Mapping[str, Any], now: datetime) -> str:
                 _time(ended) if ended else "(running)",
                 describe_age(started, ended or now) if started else "-",
                 attempt.get("outcome") or "-",
-                attempt.get("reason") or "",
+                _attempt_reason(attempt),
             )
         )
     lines.append(tabulate(rows, headers=ATTEMPT_HEADERS, tablefmt="simple", disable_numparse=True))
     return "\n".join(lines)
+
+
+def _attempt_reason(attempt: Mapping[str, Any]) -> str:
+    """The attempt's reason, and the warm-pool keep-alive the queue sent with it when it sent one."""
+    keep_alive = attempt.get("keep_alive_s")
+    parts = [attempt.get("reason") or "", "" if keep_alive is None else f"keep-alive {keep_alive} s"]
+    return "; ".join(part for part in parts if part)
 
 
 def _time(value: datetime | None) -> str:

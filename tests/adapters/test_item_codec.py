@@ -34,6 +34,7 @@ from smq_lambda.domain.model import (
     order_key,
     scheduling_order,
 )
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import JobState
 from smq_lambda.errors import InvalidRequest
@@ -188,6 +189,13 @@ def test_every_job_round_trips(original: Job) -> None:
     assert loaded.request == original.request
     assert list(loaded.request) == list(original.request)
     assert loaded.pool == original.pool
+
+
+def test_each_placement_keeps_its_warm_key() -> None:
+    placements = (Placement(P5, 2, warm_key="k" * 64), Placement(G5, 4))
+    flexible = replace(job("flex"), placements=placements, demand=placements[0].demand)
+
+    assert from_item(to_item(flexible, ttl_days=30)).placements == placements
 
 
 @settings(max_examples=200, deadline=None)

@@ -6,19 +6,21 @@ run, is a 400 naming the field, and nothing is written."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain import lifecycle
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.placement import Placement, pinned_request
+from smq_lambda.domain.warm_pools import warm_key_of
 from smq_lambda.governance.policy import Policy
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
+from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.submission import SubmissionPolicy
+from smq_lambda.service.submission import SubmissionPolicy, new_job
 
-from tests.api.builders import G5, P5, TABLE, replaced, training_request
+from tests.api.builders import ALICE, G5, P5, POOLS, TABLE, replaced, training_request
 from tests.api.gateway import ApiGateway
 from tests.api.refusals import assert_refused_and_nothing_written
 from tests.support.fakes import FakeClock, FakeConfigSource, RecordingTrigger, StaticPolicySource
@@ -158,11 +160,56 @@ def test_a_started_flexible_job_shows_the_preference_it_runs_at(
     assert (shown["pool"], shown["instances"], shown["state"]) == (G5, 4, "running")
 
 
-def run_at(store: DynamoJobStore, name: str, now: datetime, placement: Placement) -> None:
-    """Start and run a flexible job at `placement`, the way a scheduling pass and SageMaker would."""
+def test_each_attempt_shows_its_placement_and_the_keep_alive_the_queue_sent(
+    api: ApiGateway, store: DynamoJobStore, clock: FakeClock
+) -> None:
+    api.add(preferring((P5, 2), (G5, 4), KeepAlivePeriodInSeconds=1800))
+    api.add(training_request("pinned-job"))
+    run_at(store, "flex-job", clock(), Placement(G5, 4), keep_alive_s=600)
+    run_at(store, "pinned-job", clock())
+
+    (flexible,) = api.get("flex-job").body["attempts"]
+    (pinned,) = api.get("pinned-job").body["attempts"]
+
+    assert (flexible["instance_type"], flexible["instance_count"], flexible["keep_alive_s"]) == (G5, 4, 600)
+    assert (pinned["instance_type"], pinned["instance_count"], pinned["keep_alive_s"]) == (None, None, None)
+
+
+def test_each_preference_gets_the_warm_key_of_the_request_pinned_to_it() -> None:
+    request = preferring((P5, 2), (G5, 4), KeepAlivePeriodInSeconds=1800)
+
+    now = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    job = new_job(request, owner=ALICE, config=SchedulerConfig(pools=POOLS), policy=SubmissionPolicy(), now=now)
+
+    keys = [placement.warm_key for placement in job.placements]
+    assert keys == [warm_key_of(pinned_request(request, placement)) for placement in job.placements]
+    assert None not in keys and len(set(keys)) == 2 and job.warm_key is None
+
+
+def test_a_pool_filter_finds_a_pending_flexible_job_in_each_preference_and_a_started_one_where_it_runs(
+    api: ApiGateway, store: DynamoJobStore, clock: FakeClock
+) -> None:
+    api.add(FLEXIBLE)
+
+    def listed() -> dict[str, list[str]]:
+        pages = {pool: api.list_jobs(pool=pool, state="all").body["jobs"] for pool in (P5, G5)}
+        return {pool: [job["name"] for job in jobs] for pool, jobs in pages.items()}
+
+    waiting = listed()
+    run_at(store, "flex-job", clock(), Placement(G5, 4))
+
+    assert waiting == {P5: ["flex-job"], G5: ["flex-job"]}
+    assert listed() == {P5: [], G5: ["flex-job"]}
+
+
+def run_at(
+    store: DynamoJobStore, name: str, now: datetime, placement: Placement | None = None, keep_alive_s: int | None = None
+) -> None:
+    """Start and run a job at `placement` (None: a pinned job), the way a scheduling pass and SageMaker would."""
     job = store.get(name)
     assert job is not None
-    started = store.save(lifecycle.start(job, now, reason="placed", placement=placement), expected_version=job.version)
+    at = lifecycle.start(job, now, reason="placed", placement=placement, keep_alive_s=keep_alive_s)
+    started = store.save(at, expected_version=job.version)
     store.save(lifecycle.mark_running(started, now), expected_version=started.version)
 
 

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.purchase import Purchase
+from smq_lambda.domain.purchase import Purchase, spot_pool
+from smq_lambda.domain.spot_document import SpotSection
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job
 
-from tests.api.builders import ALICE, POOLS, training_request
+from tests.api.builders import ALICE, G5, P5, POOLS, training_request
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -26,8 +27,95 @@ def spot_request(spot: bool = True, **tags: str) -> dict[str, Any]:
     return request
 
 
-def submit(request: dict[str, Any]) -> Any:
-    return new_job(request, owner=ALICE, config=SchedulerConfig(pools=POOLS), policy=SubmissionPolicy(), now=NOW)
+def submit(request: dict[str, Any], config: SchedulerConfig | None = None) -> Any:
+    config = config or SchedulerConfig(pools=POOLS)
+    return new_job(request, owner=ALICE, config=config, policy=SubmissionPolicy(), now=NOW)
+
+
+def with_spot(on_demand_after_s: int | None = 600) -> SchedulerConfig:
+    """G5: 2 on demand and 6 on spot; P5: 2, no spot pool."""
+    return SchedulerConfig(
+        pools={G5: 2, spot_pool(G5): 6, P5: 2},
+        spot=SpotSection(pools={G5: 6}, on_demand_after_s=on_demand_after_s),
+    )
+
+
+def sized(instances: int, spot: bool = True, instance_type: str = G5, **tags: str) -> dict[str, Any]:
+    request = spot_request(spot, **tags)
+    request["ResourceConfig"].update(InstanceType=instance_type, InstanceCount=instances)
+    return request
+
+
+def preferring(*preferences: tuple[str, int], **tags: str) -> dict[str, Any]:
+    request = spot_request(**tags)
+    request["ResourceConfig"] = {
+        "InstancePreferences": [{"InstanceType": kind, "InstanceCount": count} for kind, count in preferences],
+        "VolumeSizeInGB": 30,
+    }
+    return request
+
+
+ONLY = {"smq:spot-only": "true"}
+ACCEPTED = [
+    ("spot, larger than the on-demand pool, fits the spot pool", sized(6), with_spot()),
+    ("spot only, fits the spot pool", sized(6, **ONLY), with_spot()),
+    (
+        "spot, larger than the spot pool, fits on demand after a wait",
+        sized(2),
+        SchedulerConfig(pools={G5: 2, spot_pool(G5): 1}, spot=SpotSection(pools={G5: 1}, on_demand_after_s=600)),
+    ),
+    ("flexible spot, its first preference fits its spot pool", preferring((G5, 6), (P5, 4)), with_spot()),
+    ("no spot section: spot counts in the type's pool", sized(4), SchedulerConfig(pools=POOLS)),
+]
+REFUSED = [
+    ("on demand, larger than the on-demand pool", sized(6, spot=False), with_spot(), "that pool holds only 2"),
+    (
+        "spot, larger than both pools",
+        sized(7),
+        with_spot(),
+        "its pools hold only 6 (ml.g5.xlarge:spot) and 2 (ml.g5.xlarge)",
+    ),
+    (
+        "spot only never uses the on-demand pool",
+        sized(2, **ONLY),
+        SchedulerConfig(pools={G5: 2, spot_pool(G5): 1}, spot=SpotSection(pools={G5: 1}, on_demand_after_s=600)),
+        "its pool ml.g5.xlarge:spot holds only 1",
+    ),
+    (
+        "spot the queue never places on demand",
+        sized(2),
+        SchedulerConfig(pools={G5: 2, spot_pool(G5): 1}, spot=SpotSection(pools={G5: 1})),
+        "its pool ml.g5.xlarge:spot holds only 1",
+    ),
+    (
+        "a type without a spot pool counts spot in its own",
+        sized(3, instance_type=P5),
+        with_spot(),
+        "that pool holds only 2",
+    ),
+    (
+        "flexible spot only, no preference fits",
+        preferring((G5, 7), (P5, 3), **ONLY),
+        with_spot(),
+        "its pool ml.g5.xlarge:spot holds only 6",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "request_", "config"), ACCEPTED, ids=[case[0] for case in ACCEPTED])
+def test_a_spot_job_is_queued_when_a_pool_its_purchase_options_allow_holds_it(
+    case: str, request_: dict[str, Any], config: SchedulerConfig
+) -> None:
+    assert submit(request_, config).state == "pending"
+
+
+@pytest.mark.parametrize(("case", "request_", "config", "why"), REFUSED, ids=[case[0] for case in REFUSED])
+def test_a_job_no_pool_its_purchase_options_allow_could_hold_is_refused(
+    case: str, request_: dict[str, Any], config: SchedulerConfig, why: str
+) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        submit(request_, config)
+    assert why in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -250,6 +250,26 @@ def test_describe_lists_every_attempt_with_its_outcome() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("reason", "keep_alive_s", "shown"),
+    [
+        (None, 1800, "keep-alive 1800 s"),
+        ("preempted", 0, "preempted; keep-alive 0 s"),
+        ("preempted", None, "preempted"),
+    ],
+)
+def test_describe_shows_the_keep_alive_the_queue_sent_with_an_attempt(
+    reason: str | None, keep_alive_s: int | None, shown: str
+) -> None:
+    ended = {
+        **attempt(1, "2024-05-01T11:00:00Z", "2024-05-01T11:10:00Z", "completed", reason),
+        "keep_alive_s": keep_alive_s,
+    }
+    described = job("vit", "completed", 1, attempts=[ended])
+
+    assert rows(describe_text(described, NOW).split("Attempts:\n", 1)[1])[0][-1] == shown
+
+
 # ---------------------------------------------------------------------- commands
 
 

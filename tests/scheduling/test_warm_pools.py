@@ -275,3 +275,44 @@ def test_keep_alive_is_kept_only_while_a_matching_job_waits(case: tuple[Snapshot
         else:
             assert start.keep_alive_s == (0 if start.warm_pool is None else REUSE_KEEP_ALIVE_S)
     assert all(not isinstance(action, ExplainWait) or action.job_name not in starts for action in decision.actions)
+
+
+def placed_keys(snapshot: Snapshot, name: str, *keys: str | None) -> Snapshot:
+    """`snapshot` with the flexible job `name`'s placements keyed `keys`, in order (as submission keys each)."""
+    jobs = tuple(
+        replace(job, placements=tuple(replace(p, warm_key=key) for p, key in zip(job.placements, keys, strict=True)))
+        if job.name == name
+        else job
+        for job in snapshot.jobs
+    )
+    return replace(snapshot, jobs=jobs)
+
+
+@pytest.mark.parametrize(("second_key", "reused"), [(KEY, True), (OTHER, False), (None, False)])
+def test_a_flexible_job_reuses_a_warm_pool_of_its_second_preference_when_the_first_is_full(
+    second_key: str | None, reused: bool
+) -> None:
+    built = queue().running("big", priority=9, needs={P5: 2}).pending("flex", prefers=((P5, 2), (G5, 2))).build()
+    snapshot = placed_keys(replace(built, warm_pools=(warm(pool=G5),)), "flex", KEY, second_key)
+
+    decision = decide_pass(snapshot, NOW, pools(p5=2, g5=2))
+
+    start = started(decision).get("flex")
+    if reused:
+        assert start is not None and start.placement is not None
+        assert (start.warm_pool, start.placement.instance_type) == ("left-1", G5)
+    else:
+        assert start is None
+
+
+@pytest.mark.parametrize(("waiting_key", "expected"), [(KEY, 1800), (OTHER, 0)])
+def test_a_flexible_start_keeps_its_keep_alive_while_a_job_matching_its_placement_waits(
+    waiting_key: str, expected: int
+) -> None:
+    built = queue().pending("flex", prefers=((P5, 2), (G5, 2))).pending("next", needs={G5: 2}).build()
+    snapshot = keyed(placed_keys(built, "flex", OTHER, KEY), next=waiting_key)
+
+    decision = decide_pass(snapshot, NOW, replace(pools(p5=1, g5=2), warm_pools=POLICY))
+
+    assert list(started(decision)) == ["flex"]
+    assert started(decision)["flex"].keep_alive_s == expected

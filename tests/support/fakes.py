@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from smq_lambda.adapters.dynamodb_indexes import in_pool
 from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
 from smq_lambda.adapters.dynamodb_pool_usage import bounded
 from smq_lambda.adapters.item_codec import (
@@ -229,7 +230,7 @@ class InMemoryJobStore:
             return (
                 state is not None
                 and state in wanted
-                and (pool is None or item["pool"]["S"] == pool)
+                and (pool is None or in_pool(from_item(item), pool))
                 and (owner is None or item.get("owner_state") == {"S": owner_state_key(owner, JobState(state))})
                 and item["order_key"]["S"] > after
             )

@@ -54,6 +54,9 @@ JOB = {
             "ended_at": "2024-05-01T12:30:00Z",
             "outcome": "preempted",
             "reason": "preempted by resnet-b (priority 9)",
+            "instance_type": "ml.g5.xlarge",
+            "instance_count": 2,
+            "keep_alive_s": 600,
         }
     ],
     "attempt_count": 1,
@@ -177,6 +180,7 @@ def test_contract_shapes_validate(openapi_doc: dict[str, Any]) -> None:
         ("Job", {key: item for key, item in JOB.items() if key != "attempts"}),
         ("Job", {**JOB, "priority": 1000001}),
         ("Job", {**JOB, "submitted_at": "yesterday"}),
+        ("Job", {**JOB, "attempts": [{**JOB["attempts"][0], "keep_alive_s": -1}]}),
         ("Error", {"message": "no field"}),
         ("PriorityChange", {"priority": "5"}),
         ("CreateTrainingJobRequest", {key: item for key, item in REQUEST.items() if key != "ResourceConfig"}),

@@ -14,7 +14,7 @@
 index, which projects what a decision needs and not the request. Positions are Select=COUNT
 Queries of the same index, made when someone asks. **Listings read about what their page holds**:
 one Query per state (of the owner's partitions when an owner is given), each asking for one job more
-than the page; a pool filter reads past the jobs it drops. Nothing scans the table.
+than the page; a pool filter (`in_pool`) reads past the jobs it drops. Nothing scans the table.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from smq_lambda.adapters.dynamodb_table import names, query_pages, transaction_b
 from smq_lambda.adapters.item_codec import (
     Item,
     from_item,
+    job_order_key,
     owner_state_key,
     pending_team_key,
 )
@@ -137,15 +138,16 @@ class JobIndexes:
             raise ValueError("limit must be at least 1")
         after = decode_page_token(next_token) if next_token else None
         page_size = self._page_size if pool is not None else min(limit + 1, self._page_size or limit + 1)
-        streams: list[Iterable[Item]] = []
+        streams: list[Iterable[Job]] = []
         for state in sorted({JobState(state) for state in states}):
             index, placeholder, key = _listing_partition(state, owner)
-            stream = self._query(index, placeholder, key, after=after, pool=pool, page_size=page_size)
-            streams.append(itertools.islice(stream, limit + 1))
-        merged = list(itertools.islice(heapq.merge(*streams, key=order_key_of), limit + 1))
+            jobs = map(from_item, self._query(index, placeholder, key, after=after, page_size=page_size))
+            listed = jobs if pool is None else (job for job in jobs if in_pool(job, pool))
+            streams.append(itertools.islice(listed, limit + 1))
+        merged = list(itertools.islice(heapq.merge(*streams, key=job_order_key), limit + 1))
         page = merged[:limit]
-        token = encode_page_token(order_key_of(page[-1])) if len(merged) > limit else None
-        return JobPage(jobs=[from_item(item) for item in page], next_token=token)
+        token = encode_page_token(job_order_key(page[-1])) if len(merged) > limit else None
+        return JobPage(jobs=page, next_token=token)
 
     def _query(
         self,
@@ -154,7 +156,6 @@ class JobIndexes:
         key_value: str,
         *,
         after: str | None = None,
-        pool: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[Item]:
         """Items of one index partition in order_key order, read page by page as they are consumed."""
@@ -167,19 +168,20 @@ class JobIndexes:
             "TableName": self._table,
             "IndexName": index,
             "KeyConditionExpression": key_condition,
+            "ExpressionAttributeNames": names(key_condition),
             "ExpressionAttributeValues": values,
         }
-        expressions = [key_condition]
-        if pool is not None:
-            request["FilterExpression"] = "#pool = :pool"
-            values[":pool"] = {"S": pool}
-            expressions.append(request["FilterExpression"])
-        request["ExpressionAttributeNames"] = names(" ".join(expressions))
         page_size = page_size or self._page_size
         if page_size is not None:
             request["PaginationConfig"] = {"PageSize": page_size}
         for page in query_pages(self._client, request):
             yield from page.get("Items", [])
+
+
+def in_pool(job: Job, pool: str) -> bool:
+    """The listing's pool filter: a pending job is in every pool it waits in (each instance group's,
+    each preference's), any other in the pools it holds, or held last (a flexible job's placement)."""
+    return pool in (job.pending_pools if job.state is JobState.PENDING else job.demand)
 
 
 def _listing_partition(state: JobState, owner: str | None) -> tuple[str, str, str]:

@@ -10,8 +10,8 @@ Item layout (partition key `name`):
     demand                                      M  {instance type: N}: where the job is listed (a
                                                    flexible job's first preference)
     placements                                  L  of M (instance_type, count, pool, plans, spot,
-                                                   plan): a flexible job's preferences (absent when
-                                                   pinned)
+                                                   plan, warm_key): a flexible job's preferences
+                                                   (absent when pinned)
     attempts                                    L  of M (number, training_job_name, started_at, ...):
                                                    the most recent MAX_INLINE_ATTEMPTS only; an
                                                    attempt of a flexible job has its `placement` (M),
@@ -343,6 +343,8 @@ def _placement_to_map(placement: Placement) -> Item:
         entry["spot"] = {"BOOL": True}
     if placement.training_plan_arn is not None:
         entry["plan"] = {"S": placement.training_plan_arn}
+    if placement.warm_key is not None:
+        entry["warm_key"] = {"S": placement.warm_key}
     return entry
 
 
@@ -354,6 +356,7 @@ def _placement_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Placement:
         training_plan_arns=tuple(arn["S"] for arn in entry.get("plans", {"L": []})["L"]),
         spot=entry.get("spot", {}).get("BOOL", False),
         training_plan_arn=_optional_s(entry, "plan"),
+        warm_key=_optional_s(entry, "warm_key"),
     )
 
 

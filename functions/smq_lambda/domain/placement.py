@@ -43,6 +43,9 @@ class Placement:
     """Managed spot capacity (`EnableManagedSpotTraining`), else on demand."""
     training_plan_arn: str | None = None
     """The training plan whose reserved capacity the placement runs on (`ResourceConfig.TrainingPlanArn`)."""
+    warm_key: str | None = None
+    """The warm-pool matching digest of the request pinned here (domain/warm_pools.warm_key_of), set
+    at submission: a flexible job leaves and reuses warm pools at each placement by it."""
 
     @property
     def pool_name(self) -> str:

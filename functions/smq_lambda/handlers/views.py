@@ -30,6 +30,7 @@ def timestamp(value: datetime | None) -> str | None:
 
 
 def attempt_view(attempt: Attempt) -> dict[str, Any]:
+    placement = attempt.placement
     return {
         "number": attempt.number,
         "training_job_name": attempt.training_job_name,
@@ -37,6 +38,9 @@ def attempt_view(attempt: Attempt) -> dict[str, Any]:
         "ended_at": timestamp(attempt.ended_at),
         "outcome": None if attempt.outcome is None else str(attempt.outcome),
         "reason": attempt.reason,
+        "instance_type": None if placement is None else placement.instance_type,
+        "instance_count": None if placement is None else placement.count,
+        "keep_alive_s": attempt.keep_alive_s,
     }
 
 

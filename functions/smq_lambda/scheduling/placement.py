@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import backfill, plan_windows, reasons
+from smq_lambda.scheduling import backfill, plan_windows, reasons, warm_pools
 from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
@@ -78,7 +78,10 @@ def _choose(
 
 def _fits_now(state: PassState, at: Job) -> bool:
     """The instances `at`'s team may use cover it now, within its quota or as borrowing the
-    borrowing rules allow (`PassState.why_not_borrow`)."""
+    borrowing rules allow (`PassState.why_not_borrow`), or a warm pool it matches does
+    (scheduling/warm_pools.py, rule 1)."""
+    if warm_pools.fits_on_warm_pool(state, at):
+        return True
     beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
     return not state.lack(at) and (not beyond or state.why_not_borrow(at, beyond) is None)
 
@@ -89,7 +92,7 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
     by its first placement's reason, and blocks nothing."""
     usable, first_reason = [], None
     for index, placement in enumerate(job.placements, start=1):
-        at = replace(job, demand=placement.demand)
+        at = replace(job, demand=placement.demand, warm_key=placement.warm_key)
         capacity = state.ledger.capacity(placement.pool_name)
         if capacity is not None and placement.count > capacity:
             first_reason = first_reason or plan_windows.never_fits(

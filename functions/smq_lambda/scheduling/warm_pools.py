@@ -44,13 +44,9 @@ def reuse(state: PassState, job: Job) -> bool:
     """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota; True
     when that decided it (it started, or its team's hold budget set it aside after all)."""
     warm = _match(state, job)
-    if warm is None:
+    if warm is None or not _fits_on(state, job, warm):
         return False
-    team = state.ledger.team(job)
     state.ledger.hand_over(warm)
-    if state.lack(job) or state.ledger.beyond_quota(team, job.demand):
-        state.ledger.take(warm.demand)
-        return False
     state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
     if job.name in state.budget_held:
         state.ledger.take(warm.demand)
@@ -58,6 +54,21 @@ def reuse(state: PassState, job: Job) -> bool:
     state.warm.held.remove(warm)
     state.warm.reused[job.name] = warm
     return True
+
+
+def fits_on_warm_pool(state: PassState, job: Job) -> bool:
+    """Whether rule 1 would start `job` on a warm pool it matches (deciding nothing): the placement
+    phase counts such a placement as one that fits now."""
+    warm = _match(state, job)
+    return warm is not None and _fits_on(state, job, warm)
+
+
+def _fits_on(state: PassState, job: Job, warm: WarmPool) -> bool:
+    """`warm`'s instances, its team's quota and the instances its team may use cover `job`."""
+    state.ledger.hand_over(warm)
+    fits = not state.lack(job) and not state.ledger.beyond_quota(state.ledger.team(job), job.demand)
+    state.ledger.take(warm.demand)
+    return fits
 
 
 def _match(state: PassState, job: Job) -> WarmPool | None:
@@ -98,15 +109,26 @@ def mark_warm_starts(
     its keep-alive ceiling (rule 3: `StartJob.keep_alive_s`)."""
     started = {action.job_name for action in actions if isinstance(action, StartJob)}
     by_name = {job.name: job for job in pending}
-    waiting = {job.warm_key for job in pending if job.warm_key is not None and job.name not in started}
+    waiting = {key for job in pending if job.name not in started for key in _warm_keys(job)}
     decided: list[Action] = []
     for action in actions:
         job = by_name.get(action.job_name) if isinstance(action, StartJob) else None
-        if isinstance(action, StartJob) and job is not None and job.warm_key is not None:
+        if isinstance(action, StartJob) and job is not None and (key := _started_key(job, action)) is not None:
             reused = book.reused.get(job.name)
             action = replace(action, warm_pool=None if reused is None else reused.training_job_name)
             if policy is not None:
-                ceiling = policy.max_keep_alive_s if job.warm_key in waiting else REUSE_KEEP_ALIVE_S if reused else 0
+                ceiling = policy.max_keep_alive_s if key in waiting else REUSE_KEEP_ALIVE_S if reused else 0
                 action = replace(action, keep_alive_s=ceiling)
         decided.append(action)
     return decided
+
+
+def _warm_keys(job: Job) -> set[str]:
+    """The warm keys a pending job may start with: its own, or each of its placements'."""
+    keys = {job.warm_key, *(placement.warm_key for placement in job.placements)}
+    return {key for key in keys if key is not None}
+
+
+def _started_key(job: Job, start: StartJob) -> str | None:
+    """The warm key a start leaves and reuses warm pools by: its placement's for a flexible job."""
+    return job.warm_key if start.placement is None else start.placement.warm_key

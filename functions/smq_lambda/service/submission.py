@@ -24,7 +24,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeGuard
 
@@ -40,9 +40,9 @@ from smq_lambda.domain.model import (
     MIN_PRIORITY,
     Job,
 )
-from smq_lambda.domain.placement import PREFERENCES_MEMBER, listing_demand
+from smq_lambda.domain.placement import PREFERENCES_MEMBER, Placement, listing_demand, pinned_request
 from smq_lambda.domain.plan_requests import PLAN_MEMBER, plan_placements
-from smq_lambda.domain.purchase import purchase_of
+from smq_lambda.domain.purchase import Purchase, purchase_of, spot_pool
 from smq_lambda.domain.request_shape import Rule, create_training_job_violations
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.domain.warm_pools import warm_key_of
@@ -143,7 +143,10 @@ def new_job(
         family=tags.family,
         budget_override=tags.budget_override,
         max_runtime_s=_max_runtime(written["StoppingCondition"]),
-        placements=plan_placements(stored, config.training_plans),
+        placements=tuple(
+            replace(placement, warm_key=warm_key_of(pinned_request(stored, placement)))
+            for placement in plan_placements(stored, config.training_plans)
+        ),
         purchase=purchase_of(stored),
         warm_key=warm_key_of(stored),
     )
@@ -220,16 +223,21 @@ def _check_resources(request: Mapping[str, Any], config: SchedulerConfig) -> dic
     if PLAN_MEMBER in request["ResourceConfig"]:
         requested_groups(request)
         return listing_demand(plan_placements(request, config.training_plans))
+    groups = requested_groups(request)
+    heterogeneous = len({group.instance_type for group in groups}) > 1
+    # A heterogeneous spot job counts in its types' own pools (scheduling/purchase_options.py).
+    purchase = Purchase.ON_DEMAND if heterogeneous else purchase_of(request)
     demand: dict[str, int] = {}
-    for group in requested_groups(request):
+    for group in groups:
         _check_pool_exists(group, config)
         demand[group.instance_type] = demand.get(group.instance_type, 0) + group.count
-        capacity = config.capacity(group.instance_type)
-        if capacity is not None and demand[group.instance_type] > capacity:
+        pools = _pools_of(group.instance_type, purchase, config)
+        too_small = _too_small(group.instance_type, demand[group.instance_type], pools, config)
+        if too_small is not None:
             raise InvalidRequest(
                 group.count_field,
-                f"{group.count_field}: the job needs {demand[group.instance_type]} x {group.instance_type} but that "
-                f"pool holds only {capacity}, so it could never start (a job larger than its pool is refused)",
+                f"{group.count_field}: the job needs {demand[group.instance_type]} x {group.instance_type} but "
+                f"{too_small}, so it could never start (a job larger than its pool is refused)",
             )
     return demand
 
@@ -249,8 +257,9 @@ def _check_preferences(request: Mapping[str, Any], config: SchedulerConfig) -> d
     its preferences could ever run (the pass never chooses one that cannot, and explains it)."""
     preferences = requested_preferences(request)
     placements = plan_placements(request, config.training_plans)
+    purchase = purchase_of(request)
     why_never = [
-        _why_never(preference, placement.pool_name, config)
+        _why_never(preference, placement, purchase, config)
         for preference, placement in zip(preferences, placements, strict=True)
     ]
     if all(why_never):
@@ -260,14 +269,43 @@ def _check_preferences(request: Mapping[str, Any], config: SchedulerConfig) -> d
     return listing_demand(placements)
 
 
-def _why_never(preference: RequestedGroup, pool: str, config: SchedulerConfig) -> str | None:
-    """Why the job could never run at `preference`, counted in `pool`, or None when it could."""
-    capacity = config.capacity(pool)
-    if capacity == 0 and pool not in config.pools:
+def _why_never(
+    preference: RequestedGroup, placement: Placement, purchase: Purchase, config: SchedulerConfig
+) -> str | None:
+    """Why the job could never run at `preference` (counted in `placement`'s pool, or for a spot job in
+    the pools its purchase options allow), or None when it could."""
+    pools = (placement.pool,) if placement.pool else _pools_of(placement.instance_type, purchase, config)
+    if not any(pool in config.pools for pool in pools) and config.capacity(pools[0]) == 0:
         return f"{preference.type_field} {preference.instance_type} has no capacity pool"
-    if capacity is not None and preference.count > capacity:
-        return f"{preference.count_field}: {preference.count} x {preference.instance_type} is more than its pool holds ({capacity})"
+    too_small = _too_small(preference.instance_type, preference.count, pools, config)
+    if too_small is not None:
+        return f"{preference.count_field}: {preference.count} x {preference.instance_type} is too many: {too_small}"
     return None
+
+
+def _pools_of(instance_type: str, purchase: Purchase, config: SchedulerConfig) -> tuple[str, ...]:
+    """The pools a job of one instance type may ever be placed in (scheduling/purchase_options.py):
+    a spot job of a type with a spot pool in that pool, and in its type's too when it allows on
+    demand and the queue places spot jobs on demand; any other job in its type's."""
+    spot = config.spot
+    if not purchase.spot or spot is None or instance_type not in spot.pools:
+        return (instance_type,)
+    if purchase.allows_on_demand and spot.places_on_demand:
+        return (spot_pool(instance_type), instance_type)
+    return (spot_pool(instance_type),)
+
+
+def _too_small(instance_type: str, count: int, pools: tuple[str, ...], config: SchedulerConfig) -> str | None:
+    """None when one of `pools` could hold `count` instances of `instance_type`; else what they hold,
+    in words."""
+    capacities = {pool: config.capacity(pool) for pool in pools}
+    if any(capacity is None or count <= capacity for capacity in capacities.values()):
+        return None
+    if pools == (instance_type,):
+        return f"that pool holds only {capacities[instance_type]}"
+    if len(pools) == 1:
+        return f"its pool {pools[0]} holds only {capacities[pools[0]]}"
+    return "its pools hold only " + " and ".join(f"{capacity} ({pool})" for pool, capacity in capacities.items())
 
 
 def _max_runtime(stopping: Mapping[str, Any]) -> int | None:

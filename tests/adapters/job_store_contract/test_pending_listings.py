@@ -87,7 +87,7 @@ def test_a_listing_item_is_never_listed_read_or_held(subject: Subject, shape: st
 
     assert names(subject.store.list_jobs(states=ALL).jobs) == ["multi", "ran"]
     assert names(subject.store.list_jobs(states=ALL, owner=ALICE).jobs) == ["multi", "ran"]
-    assert names(subject.store.list_jobs(states=ALL, pool=G5).jobs) == []
+    assert names(subject.store.list_jobs(states=ALL, pool=G5).jobs) == ["multi", "ran"]
     assert subject.store.in_use().live == []
     assert names(subject.store.jobs_with_attempts_since(NOW, NOW)) == ["ran"]
     assert subject.store.get(listing_key(G5, "multi")) is None
@@ -114,6 +114,22 @@ def test_a_job_leaves_every_window_when_it_leaves_pending_and_returns_to_each(
         back = move(subject.store, "multi", running, preempt, requeue)
         assert subject.store.pending_window(P5, 10) == subject.store.pending_window(G5, 10) == [back]
         assert listed_in(subject, "multi", G5) == {G5: back.version}
+
+
+@pytest.mark.parametrize(
+    ("steps", "in_p5", "in_g5"),
+    [((), True, True), ((started,), False, True), ((started, running), False, True), ((cancel,), True, False)],
+    ids=["pending", "starting", "running", "cancelled"],
+)
+def test_a_pool_filter_lists_a_pending_job_in_each_pool_it_waits_in_and_any_other_in_the_pool_it_holds(
+    subject: Subject, steps: tuple[Step, ...], in_p5: bool, in_g5: bool
+) -> None:
+    put(subject.store, flexible("multi", P5, G5))
+    move(subject.store, "multi", *steps)
+
+    listed = {pool: names(subject.store.list_jobs(states=ALL, pool=pool).jobs) for pool in (P5, G5)}
+
+    assert listed == {P5: ["multi"] if in_p5 else [], G5: ["multi"] if in_g5 else []}
 
 
 def test_a_reprioritized_job_moves_in_every_window(subject: Subject) -> None:
