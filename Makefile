@@ -9,7 +9,7 @@ STAMP_SDK3 := $(VENV_SDK3)/.installed
 # project and rewriting the tests' asserts again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-sdk3 test test-suite test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-estimates bench-placement bench-pass-cost bench-cold-import bench-kueue lint clean
+.PHONY: setup setup-sdk3 test test-suite test-sdk3 test-fast demo bench bench-trainer bench-scheduler bench-simulate bench-estimates bench-placement bench-warm-pools bench-pass-cost bench-cold-import bench-kueue lint clean
 
 # --no-compile: Python compiles the modules a process imports on first use (bytecode caches on, see
 # above), which is a fraction of the CPU of compiling every installed file up front.
@@ -64,7 +64,7 @@ demo: setup
 	$(VENV)/bin/smq local demo
 
 BENCH_JSON := .bench
-BENCH_TARGETS := bench-scheduler bench-simulate bench-estimates bench-placement bench-trainer bench-pass-cost bench-cold-import bench-kueue
+BENCH_TARGETS := bench-scheduler bench-simulate bench-estimates bench-placement bench-warm-pools bench-trainer bench-pass-cost bench-cold-import bench-kueue
 
 bench: $(BENCH_TARGETS)
 
@@ -79,6 +79,9 @@ bench-estimates: setup
 
 bench-placement: setup
 	$(PY) bench/bench_placement.py --json $(BENCH_JSON)/placement.json
+
+bench-warm-pools: setup
+	$(PY) bench/bench_warm_pools.py --json $(BENCH_JSON)/warm_pools.json
 
 bench-trainer: setup
 	$(PY) bench/bench_trainer.py

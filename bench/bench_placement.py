@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from smq.simulate.placement_workloads import two_types
 from smq.simulate.report import metrics_table
-from smq.simulate.workloads import two_types
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 from smq_lambda.simulation.metrics import percentiles

@@ -49,6 +49,20 @@ def metric_rows(metrics: Mapping[str, Any]) -> list[Row]:
             ("wait p50 flexible jobs (min)", ("placement", "flexible_wait_s", "p50"), MINUTE),
             ("wait p95 flexible jobs (min)", ("placement", "flexible_wait_s", "p95"), MINUTE),
         ]
+    if "warm_pools" in metrics:
+        rows += [
+            ("warm pools retained", ("warm_pools", "retained"), 1.0),
+            ("warm pool reuse rate", ("warm_pools", "reuse_rate"), 1.0),
+            ("warm pools ended for a job ahead", ("warm_pools", "released"), 1.0),
+            ("warm idle (instance-h)", ("warm_pools", "idle_hours"), 1.0),
+            ("reused warm (instance-h)", ("warm_pools", "reused_hours"), 1.0),
+            ("start-up saved by reuse (h)", ("warm_pools", "startup_saved_s"), HOUR),
+        ]
+    if "purchase" in metrics:
+        rows += [
+            ("spot share of spot jobs' instance-h", ("purchase", "spot_share"), 1.0),
+            ("spot jobs' starts on demand", ("purchase", "on_demand_starts"), 1.0),
+        ]
     return rows
 
 

@@ -28,12 +28,7 @@
   generous ceiling). A burst is a sweep: several jobs of one family at one priority. Jobs are
   named `<family>-<n>`, n counting the family's jobs; durations are clamped to the ceiling.
   Different generators from `mixed` and `teams`, whose traces stay as they were.
-- `two-types`: placement's workload (bench/bench_placement.py): a fast pool (8 × ml.p5.48xlarge)
-  and a slow one (16 × ml.g5.48xlarge). A quarter of the jobs need the fast type, a quarter the
-  slow one, half are flexible: n fast instances, else 2n slow ones training 1.5 times as long.
-  Sizes 1, 2 or 4 (fast), durations lognormal around an hour, three priorities, checkpoints
-  every 15 minutes, Poisson arrivals offering about 0.75 of the capacity when every flexible job
-  runs where it prefers.
+- `two-types` and `warm-pools`: placement's workloads (placement_workloads.py).
 """
 
 from __future__ import annotations
@@ -42,24 +37,11 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from smq_lambda.replay.trace_job import TraceJob, TracePreference
+from smq_lambda.replay.trace_job import TraceJob
 
-HOUR = 3600.0
-
-
-@dataclass(frozen=True)
-class Workload:
-    jobs: list[TraceJob]
-    pools: dict[str, int]
-    document: dict[str, Any] | None = None
-    """The configuration document made for it, when more than its pools (teams' quotas)."""
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """What `smq simulate generate` writes to config.json."""
-        return self.document if self.document is not None else dict(self.pools)
+from smq.simulate.placement_workloads import two_types, warm_pools
+from smq.simulate.workload import HOUR, Workload
 
 
 def mixed(seed: int, jobs: int = 300) -> Workload:
@@ -317,43 +299,6 @@ def _named(rng: random.Random, drafts: list[_Draft]) -> list[TraceJob]:
     return jobs
 
 
-FAST, SLOW = "ml.p5.48xlarge", "ml.g5.48xlarge"
-SLOWER = 1.5
-"""How much longer a flexible job trains on twice as many slow instances."""
-
-
-def two_types(seed: int, jobs: int = 200) -> Workload:
-    rng = random.Random(seed)
-    pools = {FAST: 8, SLOW: 16}
-    drafts = []
-    for number in range(jobs):
-        kind = rng.choice(("fast", "slow", "flexible", "flexible"))
-        size = rng.choice((1, 2, 2, 4))
-        duration = float(round(min(max(rng.lognormvariate(0, 0.6) * HOUR, 600.0), 8 * HOUR)))
-        priority = rng.choices((0, 1, 2), (0.6, 0.3, 0.1))[0]
-        drafts.append((f"{kind}-{number:04d}", kind, size, duration, priority))
-    offered = sum(size * duration * (2 * SLOWER if kind == "slow" else 1) for _, kind, size, duration, _ in drafts)
-    at, every = 0.0, offered / (jobs * sum(pools.values()) * 0.75)
-    trace = []
-    for name, kind, size, duration, priority in drafts:
-        slow = TracePreference(SLOW, 2 * size, duration * SLOWER)
-        first = slow if kind == "slow" else TracePreference(FAST, size, duration)
-        trace.append(
-            TraceJob(
-                name=name,
-                submit_s=round(at, 1),
-                priority=priority,
-                pool=first.pool,
-                instances=first.instances,
-                duration_s=first.duration_s,
-                checkpoint_every_s=900.0,
-                alternatives=(slow,) if kind == "flexible" else (),
-            )
-        )
-        at += rng.expovariate(1 / every)
-    return Workload(trace, pools)
-
-
 GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
     "mixed": (mixed, "jobs"),
     "seed": (seed_scenario, None),
@@ -363,5 +308,6 @@ GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
     "mixed-families": (mixed_families, "jobs"),
     "teams-families": (teams_families, "jobs"),
     "two-types": (two_types, "jobs"),
+    "warm-pools": (warm_pools, "jobs"),
 }
 """Each generator, and the size option it takes (`--jobs` or `--pools`), if any."""

@@ -25,9 +25,11 @@ class Event(IntEnum):
 
     STOPPED = 0
     RELEASED = 1
-    COMPLETED = 2
-    INTERRUPTED = 3
-    READY = 4
-    RESUMED = 5
-    SUBMITTED = 6
-    PASS = 7
+    WARM_ENDED = 2
+    """A warm pool's keep-alive ran out, or the queue ended it (simulation/warm_pools.py)."""
+    COMPLETED = 3
+    INTERRUPTED = 4
+    READY = 5
+    RESUMED = 6
+    SUBMITTED = 7
+    PASS = 8

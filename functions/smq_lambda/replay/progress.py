@@ -28,6 +28,8 @@ class Progress:
     waited: float = 0.0
     rate: float = 1.0
     """Seconds of `trace.duration_s` done per second of training at the current placement."""
+    on_spot: bool = False
+    """The attempt runs on spot: only then does SageMaker interrupt it (`trace.interruptions_s`)."""
 
     def at(self, now: float) -> float:
         return self.kept + ((now - self.training_since) * self.rate if self.training_since is not None else 0.0)

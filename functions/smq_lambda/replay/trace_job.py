@@ -1,6 +1,6 @@
 """A job to replay in virtual time: when it arrives, what it needs (one pool, or preferences in
-order), how long it trains, how it checkpoints, when SageMaker interrupts it, and the
-MaxRuntimeInSeconds its request gives."""
+order), how long it trains, how it checkpoints, when SageMaker interrupts it, the
+MaxRuntimeInSeconds its request gives, its purchase options and the warm pool it keeps."""
 
 from __future__ import annotations
 
@@ -41,10 +41,19 @@ class TraceJob:
     alternatives: tuple[TracePreference, ...] = ()
     """A flexible job's later preferences, in order: its first is `pool`, `instances` and
     `duration_s`. () for a pinned job (the same job pinned to its first preference)."""
+    purchase: str | None = None
+    """Its purchase option (domain/purchase.Purchase): "spot" (spot first, on demand allowed) or
+    "spot_only"; None: on demand, unless `interruptions_s` makes it managed spot (as before traces
+    gave purchase options)."""
+    keep_alive_s: int = 0
+    """The request's KeepAlivePeriodInSeconds: its instances stay warm that long after it ends."""
+    warm_key: str | None = None
+    """Jobs with the same key match each other's warm pools (SageMaker's matching criteria, in
+    short); None: the job matches no other."""
 
     @property
     def is_spot(self) -> bool:
-        return bool(self.interruptions_s)
+        return self.purchase is not None or bool(self.interruptions_s)
 
     @property
     def preferences(self) -> tuple[TracePreference, ...]:
@@ -83,4 +92,10 @@ class TraceJob:
             line["interruptions_s"] = list(self.interruptions_s)
         if self.max_runtime_s is not None:
             line["max_runtime_s"] = self.max_runtime_s
+        if self.purchase is not None:
+            line["purchase"] = self.purchase
+        if self.keep_alive_s:
+            line["keep_alive_s"] = self.keep_alive_s
+        if self.warm_key is not None:
+            line["warm_key"] = self.warm_key
         return line

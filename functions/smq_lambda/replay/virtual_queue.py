@@ -29,12 +29,14 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.plan_document import TrainingPlan
+from smq_lambda.domain.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE, SPOT_POOL_SUFFIX, Purchase
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.replay.events import Event, Timing
 from smq_lambda.replay.progress import Progress
 from smq_lambda.replay.timeline import Segment, Slots
-from smq_lambda.replay.trace_job import TraceJob
+from smq_lambda.replay.trace_job import TraceJob, TracePreference
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import Snapshot
 
@@ -77,6 +79,7 @@ class VirtualQueue:
         self.lost: dict[str, float] = {"preemption": 0.0, "interruption": 0.0}
         self.pass_scheduled = False
         self.team_usage: Mapping[str, float] = {}  # what every pass sees of the teams' past use
+        self.plans: Mapping[str, TrainingPlan] = {}  # per plan pool (`plan:<name>`), its plan; a run with plans sets it
 
     def play(self, *, until_s: float = math.inf, max_events: int | None = None) -> int:
         """Handle events, a pass after each moment's, until none is left, the next lies past `until_s`,
@@ -143,9 +146,15 @@ class VirtualQueue:
 
     def _submit(self, trace: TraceJob) -> None:
         request: dict[str, Any] = {"EnableManagedSpotTraining": True} if trace.is_spot else {}
-        placements = tuple(
-            Placement(preference.pool, preference.instances, spot=trace.is_spot) for preference in trace.preferences
+        if trace.purchase == Purchase.SPOT_ONLY:
+            request["Tags"] = [{"Key": SPOT_ONLY_TAG, "Value": SPOT_ONLY_VALUE}]
+        if trace.keep_alive_s:
+            request["ResourceConfig"] = {"KeepAlivePeriodInSeconds": trace.keep_alive_s}
+        pinned_to_plan = (
+            (TracePreference(trace.pool, trace.instances, trace.duration_s),) if trace.pool in self.plans else ()
         )
+        preferences = trace.preferences or pinned_to_plan
+        placements = tuple(self._placement(trace, preference.pool, preference.instances) for preference in preferences)
         self.jobs[trace.name] = Job(
             name=trace.name,
             job_id=f"{zlib.crc32(trace.name.encode()):08x}",
@@ -158,8 +167,20 @@ class VirtualQueue:
             team=trace.team,
             request=request,
             max_runtime_s=trace.max_runtime_s,
+            purchase=_purchase(trace),
+            warm_key=(trace.warm_key or f"job:{trace.name}") if trace.keep_alive_s else None,  # no key: its own
         )
         self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
+
+    def _placement(self, trace: TraceJob, pool: str, instances: int) -> Placement:
+        """One place `trace`'s job may run: a training plan's pool runs on the plan
+        (domain/plan_requests.py), any other pool is an instance type."""
+        plan = self.plans.get(pool)
+        if plan is None:
+            return Placement(pool, instances, spot=trace.is_spot)
+        return Placement(
+            plan.instance_type, instances, pool=pool, training_plan_arns=(plan.arn,), training_plan_arn=plan.arn
+        )
 
     def _snapshot(self) -> Snapshot:
         """What a pass decides over now: the pending and live jobs."""
@@ -196,11 +217,17 @@ class VirtualQueue:
             self.counts["refused_starts"] += 1
             return False
         started = lifecycle.start(
-            job, self._now(), reason=action.reason, backfill=action.backfill, placement=action.placement
+            job,
+            self._now(),
+            reason=action.reason,
+            backfill=action.backfill,
+            placement=action.placement,
+            keep_alive_s=action.keep_alive_s,
         )
         self.jobs[job.name] = started
         progress = self.progress[job.name]
         progress.rate = _rate(progress.trace, action.placement)
+        progress.on_spot = action.placement.spot if action.placement is not None else progress.trace.is_spot
         if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"
             progress.waited += self.clock - progress.pending_since
         progress.pending_since = None
@@ -218,8 +245,12 @@ class VirtualQueue:
             backfill=action.backfill,
         )
         self.open_segments[(job.name, action.attempt)] = segment
-        self._schedule(self.clock + self._startup(), Event.READY, job.name, action.attempt)
+        self._schedule(self.clock + self._startup_of(action), Event.READY, job.name, action.attempt)
         return True
+
+    def _startup_of(self, action: StartJob) -> float:
+        """How long the instances of `action`'s start take to be ready."""
+        return self._startup()
 
     def _held(self) -> Counter[str]:
         held: Counter[str] = Counter(self.outside)
@@ -237,7 +268,8 @@ class VirtualQueue:
         progress.epoch += 1
         progress.training_since = self.clock
         to_finish = (progress.trace.duration_s - progress.kept) / progress.rate
-        if progress.interruptions and progress.interruptions[0] - progress.trained < to_finish:
+        interrupted = progress.on_spot and progress.interruptions
+        if interrupted and progress.interruptions[0] - progress.trained < to_finish:
             self._schedule(
                 self.clock + progress.interruptions[0] - progress.trained, Event.INTERRUPTED, name, progress.epoch
             )
@@ -335,8 +367,16 @@ def _rate(trace: TraceJob, placement: Placement | None) -> float:
     with nothing left to train (a replay of a job already due) trains at 1."""
     if placement is None:
         return 1.0
-    duration = trace.duration_at(placement.pool_name, placement.count)
+    spot_pool = placement.pool.endswith(SPOT_POOL_SUFFIX)
+    duration = trace.duration_at(placement.instance_type if spot_pool else placement.pool_name, placement.count)
     return trace.duration_s / duration if duration > 0 else 1.0
+
+
+def _purchase(trace: TraceJob) -> Purchase:
+    """What `trace`'s request allows, as submission reads it (domain/purchase.purchase_of)."""
+    if trace.purchase is not None:
+        return Purchase(trace.purchase)
+    return Purchase.SPOT if trace.is_spot else Purchase.ON_DEMAND
 
 
 def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:

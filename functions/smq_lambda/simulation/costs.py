@@ -42,8 +42,8 @@ from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.virtual_queue import EPOCH, PolicyFunction
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.budget_hold import budget_team
-from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.simulation.policies import SmqPass
 
 DEFAULT_SPOT_DISCOUNT = 0.7
 TIMELINE_OUTCOMES = {
@@ -114,16 +114,18 @@ class CostMeter:
         self._open: dict[tuple[str, int], _OpenAttempt] = {}
         self._current: dict[str, int] = {}
 
-    def smq_pass(self, config: SchedulerConfig) -> PolicyFunction:
-        """smq's pass (`decide`), remembering which jobs it held for budget."""
+    def smq_pass(self, smq: SmqPass) -> PolicyFunction:
+        """smq's pass, remembering which jobs it held for budget."""
 
         def decide_and_note_holds(snapshot: Snapshot, now: datetime) -> list[Action]:
-            decision = decide_pass(snapshot, now, config)
+            actions = smq(snapshot, now)
+            decision = smq.last
+            assert decision is not None, "the pass just decided"
             teams = {job.name: budget_team(job) for job in snapshot.jobs if job.name in decision.budget_held}
             self.held = teams
             for name, team in teams.items():
                 self.held_jobs[team].add(name)
-            return list(decision.actions)
+            return actions
 
         return decide_and_note_holds
 

@@ -4,18 +4,27 @@ work, teams, placement) into the metrics a run reports. The smq policy also gets
 governance rules; the baselines have none. Asked to, it also estimates the pending jobs' starts
 before passes and measures them (simulation/estimates.py). Given prices, it prices every attempt
 and applies the team budgets to smq's pass (simulation/costs.py).
+
+It also plays what SageMaker does with capacity: the warm pools completed jobs keep
+(simulation/warm_pools.py), spot interruptions per instance type, which the pass sees as decayed
+rates (simulation/purchase_metrics.py), and training plans, whose windows open and close with a
+pass at every window's start and `stop_margin_s` before its end (scheduling/plan_windows.py). A run
+with warm pools or plans ends when its last job does, not at a later keep-alive or window.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from smq_lambda.domain.budgets import holds_any
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Teams
+from smq_lambda.domain.warm_match import keep_alive_seconds
+from smq_lambda.domain.warm_pools import WarmPool
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import decide_spot_fallback
@@ -24,14 +33,17 @@ from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.replay.virtual_queue import EPOCH, PassObserver, PolicyFunction, VirtualQueue
 from smq_lambda.scheduling.actions import Action, StartJob
+from smq_lambda.scheduling.plan_windows import boundaries
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.simulation.costs import CostMeter, Pricing
 from smq_lambda.simulation.estimates import EstimateRecorder
 from smq_lambda.simulation.metrics import Meters, Moment, percentiles
 from smq_lambda.simulation.placement_metrics import KeptWork, PlacementMeter
-from smq_lambda.simulation.policies import PolicyName, policy
+from smq_lambda.simulation.policies import PolicyName, SmqPass, policy
+from smq_lambda.simulation.purchase_metrics import PurchaseMeter
 from smq_lambda.simulation.teams import SimulatedTeams
 from smq_lambda.simulation.trace import check_pools
+from smq_lambda.simulation.warm_pools import HeldWarmPool, WarmPools
 
 
 @dataclass
@@ -66,14 +78,29 @@ class Simulation(VirtualQueue):
         self.estimates: EstimateRecorder | None = None  # simulate() gives it one when asked
         self.costs: CostMeter | None = None  # simulate() gives it one when the run is priced
         self.budgets_hold = False  # smq's pass with a hold budget: it sees the teams' spend
+        self.smq: SmqPass | None = None  # smq's pass, whose warm pool releases the run applies
+        self.warm = WarmPools()
+        self.purchase = PurchaseMeter(trace, None)  # simulate() gives it the configuration's spot section
+        self.wakes: tuple[float, ...] = ()  # simulate() gives it the plans' window boundaries
+        self._reusing: HeldWarmPool | None = None
+        """The warm pool the start being applied takes over."""
+        self.keeps_warm = any(job.keep_alive_s for job in trace)
+        self.ends_with_jobs = self.keeps_warm
+        """Warm pools or plans: the run ends with its last job (simulate() sets it for plans)."""
 
     def run(self) -> Result:
         for job in self.trace.values():
             self._schedule(job.submit_s, Event.SUBMITTED, job.name)
+        for moment in self.wakes:
+            self._schedule(moment, Event.PASS, "")
         self.play()
         self.meters.finish(self.clock)
         metrics = self._metrics()
         return Result(metrics, sorted(self.segments, key=lambda s: (s.start_s, s.job, s.pool)), self._waits())
+
+    def done(self) -> bool:
+        everyone_came = len(self.progress) == len(self.trace)
+        return self.ends_with_jobs and everyone_came and not self.jobs and not self.open_segments
 
     def _waits(self) -> dict[str, float]:
         return {name: progress.waited for name, progress in self.progress.items()}
@@ -88,6 +115,8 @@ class Simulation(VirtualQueue):
 
     def _snapshot(self) -> Snapshot:
         snapshot = super()._snapshot()
+        if self.warm.held or self.purchase.adaptive is not None:
+            snapshot = replace(snapshot, warm_pools=self.warm.available(), spot_rates=self.purchase.rates(self._now()))
         if self.costs is None or not self.budgets_hold:
             return snapshot
         return self.costs.with_spend(snapshot, self._now())
@@ -97,12 +126,29 @@ class Simulation(VirtualQueue):
         if self.estimates is not None:
             self.estimates.before_pass(self._snapshot(), self._now())
         actions = super()._pass()
+        self._release_warm_pools()
         self.teams.decided(actions, self.jobs, self.clock)
         if self.costs is not None:
             reset = self.costs.reset_pass_at(self._now(), idle=not self.events)
             if reset is not None:
                 self._schedule(_seconds(reset), Event.PASS, "")
         return actions
+
+    def _release_warm_pools(self) -> None:
+        """The warm pools smq's last pass ended: SageMaker takes their instances back at once."""
+        decision = self.smq.last if self.smq is not None else None
+        for release in decision.warm_releases if decision is not None else ():
+            if self.warm.release(release.training_job_name):
+                self._schedule(self.clock, Event.WARM_ENDED, release.training_job_name)
+
+    def _handle(self, kind: Event, name: str, token: int) -> None:
+        if kind is Event.WARM_ENDED:
+            self.warm.ended(name, self.clock)
+            return
+        super()._handle(kind, name, token)
+
+    def _held(self) -> Counter[str]:
+        return super()._held() + self.warm.demand()
 
     def _spot_fallback(self, job: Job, interruptions: int) -> FallBackToOnDemand | None:
         attempt = job.current_attempt
@@ -116,14 +162,35 @@ class Simulation(VirtualQueue):
         return decide_spot_fallback(job, description, Policy())
 
     def _start(self, job: Job, action: StartJob) -> bool:
+        self._reusing = self.warm.held.pop(action.warm_pool, None) if action.warm_pool is not None else None
         started = super()._start(job, action)
+        reused, self._reusing = self._reusing, None
+        if reused is not None and started:
+            self.warm.reused_by((job.name, action.attempt), reused, self.clock)
+        elif reused is not None:
+            self.warm.held[reused.warm.training_job_name] = reused
         if started:
             self.placement.started(job.name, job.placements, action.placement)
+            self.purchase.started((job.name, action.attempt), self.progress[job.name].on_spot)
         if started and self.estimates is not None:
             self.estimates.started(job.name, self._now())
         if started and self.costs is not None:
             self.costs.started(self.jobs[job.name])
         return started
+
+    def _startup_of(self, action: StartJob) -> float:
+        startup = super()._startup_of(action)
+        if self._reusing is None:
+            return startup
+        self.warm.startup_saved_s += startup
+        return 0.0  # SageMaker provisions nothing: the instances are up
+
+    def _interrupt(self, job: Job) -> None:
+        attempt = job.current_attempt
+        assert attempt is not None
+        instance_type = attempt.placement.instance_type if attempt.placement is not None else next(iter(job.demand))
+        self.purchase.interrupted_at(attempt.training_job_name, instance_type, self._now())
+        super()._interrupt(job)
 
     def _halt(self, name: str, cause: str) -> float:
         progress = self.progress[name]
@@ -138,6 +205,8 @@ class Simulation(VirtualQueue):
     def _close_segment(self, name: str, attempt: int, outcome: str) -> None:
         segment = self.open_segments[(name, attempt)]
         super()._close_segment(name, attempt, outcome)
+        self.warm.attempt_ended((name, attempt), segment.start_s, self.clock)
+        self.purchase.ended((name, attempt), len(segment.slots), self.clock - segment.start_s)
         if self.costs is not None:
             self.costs.ended(segment, self._now())
 
@@ -150,7 +219,21 @@ class Simulation(VirtualQueue):
         for demand, seconds in self.kept_work.completed(job.name, job.demand, progress.rate, progress.trace.duration_s):
             self.meters.keep_training(demand, seconds)
         self.waits.setdefault(job.priority, []).append(progress.waited)
+        self._keep_warm(job)
         super()._complete(job)
+
+    def _keep_warm(self, job: Job) -> None:
+        """A completing job leaves a warm pool for the keep-alive its attempt sent, if any."""
+        attempt = job.current_attempt
+        assert attempt is not None
+        keep_alive = keep_alive_seconds(job.request) if attempt.keep_alive_s is None else attempt.keep_alive_s
+        if job.warm_key is None or keep_alive <= 0:
+            return
+        (pool, count), until = next(iter(job.demand.items())), self._now() + timedelta(seconds=keep_alive)
+        instance_type = attempt.placement.instance_type if attempt.placement is not None else pool
+        warm = WarmPool(attempt.training_job_name, pool, instance_type, count, job.warm_key, available_until=until)
+        self.warm.left(warm, self.clock, self.clock + keep_alive)
+        self._schedule(self.clock + keep_alive, Event.WARM_ENDED, attempt.training_job_name)
 
     def _metrics(self) -> dict[str, Any]:
         makespan = self.clock
@@ -183,6 +266,8 @@ class Simulation(VirtualQueue):
             **({"estimates": self.estimates.report()} if self.estimates is not None else {}),
             **({"cost": self.costs.report()} if self.costs is not None else {}),
             **({"placement": self.placement.report(self._waits())} if self.placement.flexible else {}),
+            **({"warm_pools": self.warm.report()} if self.keeps_warm else {}),
+            **({"purchase": self.purchase.report(self.counts["spot_fallbacks"])} if self.purchase.reported else {}),
         }
 
 
@@ -211,8 +296,14 @@ def simulate(
     check_pools(trace, config.pools)
     governed = policy_name is PolicyName.SMQ
     costs = CostMeter(pricing, config) if pricing is not None else None
-    decides = costs.smq_pass(config) if costs is not None and governed else policy(policy_name, config)
+    smq = SmqPass(config) if governed else None
+    decides = policy(policy_name, config) if smq is None else costs.smq_pass(smq) if costs is not None else smq
     run = Simulation(trace, config.pools, decides, governed=governed, timing=timing, observe=observe)
+    run.smq = smq
+    run.purchase = PurchaseMeter(trace, config.spot)
+    run.plans = {plan.pool: plan for plan in config.training_plans.values()}
+    run.wakes = tuple(_seconds(moment) for moment in boundaries(config, EPOCH))
+    run.ends_with_jobs = run.ends_with_jobs or bool(config.training_plans)
     run.costs = costs
     run.budgets_hold = costs is not None and governed and holds_any(config.budgets)
     run.teams = SimulatedTeams(config.teams, config.teams if teams is None else teams, config.pools)

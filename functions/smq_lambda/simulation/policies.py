@@ -23,6 +23,7 @@ A policy is a function of the snapshot and the time, like `decide`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from enum import StrEnum
 
 from smq_lambda.domain.model import Job
@@ -30,7 +31,7 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.replay.virtual_queue import PolicyFunction
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger
-from smq_lambda.scheduling.decide import decide, order_pending
+from smq_lambda.scheduling.decide import Decision, decide_pass, order_pending
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 SEED_RUNNING_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
@@ -47,10 +48,23 @@ class PolicyName(StrEnum):
 def policy(name: PolicyName, config: SchedulerConfig) -> PolicyFunction:
     """The pass of policy `name` over the pools of `config` (only smq reads its other settings)."""
     if name is PolicyName.SMQ:
-        return lambda snapshot, now: decide(snapshot, now, config)
+        return SmqPass(config)
     if name is PolicyName.FIFO:
         return lambda snapshot, now: fifo(snapshot, config.pools)
     return lambda snapshot, now: seed(snapshot, sum(config.pools.values()))
+
+
+class SmqPass:
+    """smq's pass (`decide_pass`) as a policy, keeping its last decision: what it returns beside the
+    actions (the warm pools it ends, the jobs held for budget) is the engine's to apply."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self.last: Decision | None = None
+
+    def __call__(self, snapshot: Snapshot, now: datetime) -> list[Action]:
+        self.last = decide_pass(snapshot, now, self.config)
+        return list(self.last.actions)
 
 
 def fifo(snapshot: Snapshot, pools: Mapping[str, int]) -> list[Action]:

@@ -12,6 +12,14 @@ its last save (absent: it never saves, and loses everything). `stop_s` is how lo
 trained that many seconds (redone work counts), each time once. `max_runtime_s` is its request's
 MaxRuntimeInSeconds, at least `duration_s` (SageMaker would stop it sooner): the ceiling that start
 estimates fall back on when they know nothing better.
+
+`purchase` is "spot" (spot first, on demand allowed) or "spot_only": the job is managed spot, placed
+by the `spot` section of the configuration (absent: on demand, or managed spot when it has
+`interruptions_s`); SageMaker interrupts it only while it runs on spot. `keep_alive_s` is its
+request's KeepAlivePeriodInSeconds: when it ends, its instances stay warm (held in its pool, billed)
+until then, unless a matching job reuses them or the queue ends the warm pool; jobs with the same
+`warm_key` match (no key: the job matches none). SageMaker keeps no warm pool for spot or flexible
+jobs, and reuses one only for a job that gives a keep-alive, so a trace refuses those.
 """
 
 from __future__ import annotations
@@ -37,8 +45,12 @@ FIELDS = frozenset(
         "stop_s",
         "interruptions_s",
         "max_runtime_s",
+        "purchase",
+        "keep_alive_s",
+        "warm_key",
     }
 )
+PURCHASES = ("spot", "spot_only")
 PREFERENCE_FIELDS = frozenset({"pool", "instances", "duration_s"})
 
 
@@ -104,12 +116,31 @@ def parse_line(document: Any, line: int) -> TraceJob:
         stop_s=fields.seconds("stop_s", minimum=0.0) if "stop_s" in document else DEFAULT_STOP_S,
         interruptions_s=fields.interruptions(),
         max_runtime_s=fields.integer("max_runtime_s", minimum=1) if "max_runtime_s" in document else None,
+        purchase=fields.choice("purchase", PURCHASES) if "purchase" in document else None,
+        keep_alive_s=fields.integer("keep_alive_s", minimum=0) if "keep_alive_s" in document else 0,
+        warm_key=fields.text("warm_key") if "warm_key" in document else None,
         line=line,
     )
+    _check_warm_pool(job)
     longest = max([job.duration_s, *(preference.duration_s for preference in job.alternatives)])
     if job.max_runtime_s is not None and job.max_runtime_s < longest:
         raise TraceError(line, "max_runtime_s", f"must be at least duration_s ({longest:g}), not {job.max_runtime_s}")
     return job
+
+
+def _check_warm_pool(job: TraceJob) -> None:
+    """SageMaker's own limits on warm pools (domain/warm_match.py)."""
+    if job.warm_key is not None and not job.keep_alive_s:
+        raise TraceError(
+            job.line, "warm_key", "needs keep_alive_s: SageMaker reuses a warm pool only for a job that keeps one"
+        )
+    if not job.keep_alive_s:
+        return
+    if job.is_spot:
+        field_name = "purchase" if job.purchase is not None else "interruptions_s"
+        raise TraceError(job.line, "keep_alive_s", f"SageMaker keeps no warm pool for a spot job (see {field_name!r})")
+    if job.alternatives:
+        raise TraceError(job.line, "keep_alive_s", "SageMaker keeps no warm pool for a job with preferences")
 
 
 def _preferences(document: Mapping[str, Any], line: int, duration_s: float) -> list[TracePreference]:
@@ -171,6 +202,12 @@ class _Fields:
         if minimum is not None and value < minimum:
             raise self._error(name, f"must be at least {minimum}, not {value}")
         return value
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str:
+        value = self._get(name)
+        if value not in choices:
+            raise self._error(name, f"must be one of {', '.join(choices)}, not {value!r}")
+        return str(value)
 
     def seconds(self, name: str, *, minimum: float, positive: bool = False) -> float:
         return self._number(name, self._get(name), minimum=minimum, positive=positive)
