@@ -124,9 +124,11 @@ def test_an_attempt_interrupted_more_than_the_limit_falls_back_to_on_demand() ->
         (job(JobState.STOPPING, stored_request=spot_request()), interrupted(4), Policy(), False),
         (job(JobState.RUNNING, stored_request=request()), interrupted(4), Policy(), False),
         (job(JobState.RUNNING, stored_request=on_demand_request(spot_request())), interrupted(9), Policy(), False),
+        (job(JobState.RUNNING, stored_request=spot_request(Tags=[{"Key": "smq:spot-only", "Value": "true"}])),
+         interrupted(9), Policy(), False),
     ],
     ids=["at the limit", "limit zero", "already stopping", "another training job", "starting", "preempting",
-         "stopping", "on demand", "fallen back already"],
+         "stopping", "on demand", "fallen back already", "spot only"],
 )  # fmt: skip
 def test_fallback_table(queued: Any, report: dict[str, Any], policy: Policy, falls_back: bool) -> None:
     assert isinstance(decide_spot_fallback(queued, report, policy), FallBackToOnDemand) is falls_back

@@ -58,15 +58,17 @@ def test_a_matching_job_starts_on_the_warm_pool_with_no_start_up() -> None:
 
 def test_with_the_section_a_pool_stays_warm_only_for_a_waiting_match() -> None:
     """With `warm_pools`, first keeps its 600 s (second waits when it starts); second, started on
-    the warm pool with nothing waiting after it, keeps the least SageMaker reuses with (1 s); a job
-    that arrives when nothing waits for it keeps none."""
+    the warm pool with nothing waiting after it, keeps the least SageMaker reuses with (1 s), and
+    the pass at its end ends that warm pool (no waiting job matches it); a job that arrives when
+    nothing waits for it keeps none."""
     trace = [warm("first", 0.0), warm("second", 0.0), warm("alone", 3000.0, key="bert")]
 
     result = simulate(trace, config(warm_pools={}), timing=STARTUP)
 
     assert runs(result, "second") == [(1100.0, 2100.0, "completed")]
     assert result.metrics["warm_pools"]["retained"] == 2  # first's and second's, not alone's
-    assert result.metrics["warm_pools"]["idle_hours"] == round(2 * 1 / 3600, 6)
+    assert result.metrics["warm_pools"]["idle_hours"] == 0.0
+    assert result.metrics["warm_pools"]["released"] == 1
 
 
 def test_a_warm_pool_is_released_for_a_higher_priority_job_that_does_not_match() -> None:

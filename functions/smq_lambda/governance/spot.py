@@ -65,12 +65,13 @@ def on_demand_request(request: Mapping[str, Any]) -> dict[str, Any]:
 
 def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Policy) -> FallBackToOnDemand | None:
     """Fall back to on-demand when the job's running spot attempt (the one `description` is about)
-    has been interrupted more than the policy allows; None otherwise."""
+    has been interrupted more than the policy allows; None otherwise, and always for a job tagged
+    `smq:spot-only`, which never runs on demand (SageMaker goes on restarting it on spot)."""
     attempt = reported_running_attempt(job, description, IN_PROGRESS)
     if attempt is None:
         return None
     count, limit = interruptions(description), policy.spot_interruption_limit
-    if not is_spot(job.request) or count <= limit:
+    if not is_spot(job.request) or count <= limit or not purchase_of(job.request).allows_on_demand:
         return None
     why = f"attempt {attempt.number} was interrupted {count} times (limit {limit})"
     return _fall_back(job, attempt.number, attempt.training_job_name, why)

@@ -23,8 +23,9 @@ A pass is a short list of named phases, each a module with its rule in its docst
    the head has its room, and, with backfill on, starts on instances the head cannot use yet,
    inside its team's quota (beyond it only as borrowing);
 6b. **keep warm** (`warm_pools`): each start's keep-alive, kept while a matching job waits, else
-   none. In the walk of phase 3 a job that matches a warm pool starts on it, and a head that lacks
-   instances ends warm pools it does not match (`Decision.warm_releases`);
+   none, and the warm pools no waiting job matches are ended. In the walk of phase 3 a job that
+   matches a warm pool starts on it, and a head that lacks instances ends warm pools it does not
+   match (`Decision.warm_releases`);
 7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`),
    worded from the numbers: a group that holds a whole pool alone (the unassigned group without
    quotas) is told what fits, a team with a share of it what its quota allows. A job that merely
@@ -68,7 +69,7 @@ from smq_lambda.scheduling.plan_stops import stop_at_window_end
 from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.scheduling.purchase_options import offered
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.scheduling.warm_pools import mark_warm_starts
+from smq_lambda.scheduling.warm_pools import mark_warm_starts, release_unmatched
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, meas
         borrow(state, job)
     for job in later[Later.BACKFILL]:
         backfill(state, job)
+    release_unmatched(state, pending)
     return Decision(
         mark_warm_starts(state.actions, pending, state.warm, config.warm_pools),
         {pool: job.name for pool, job in state.heads.items()},
