@@ -286,6 +286,9 @@ LIST_QUERIES: list[tuple[dict[str, str], str]] = [
     ({"pool": ""}, "pool"),
     ({"pool": "g5 xlarge"}, "pool"),
     ({"pool": "ml." + "g" * 3000 + ".xlarge"}, "pool"),
+    ({"pool": "ml.g5.xlarge:ondemand"}, "pool"),
+    ({"pool": "plan:"}, "pool"),
+    ({"pool": "plan:-x"}, "pool"),
     ({"owner": ""}, "owner"),
     ({"next_token": "not-a-token"}, "next_token"),
     ({"next_token": encode_page_token("x")[:-3] + "!!!"}, "next_token"),
@@ -296,3 +299,8 @@ LIST_QUERIES: list[tuple[dict[str, str], str]] = [
 @pytest.mark.parametrize(("query", "field"), LIST_QUERIES, ids=[json.dumps(query) for query, _ in LIST_QUERIES])
 def test_listing_refuses_bad_query_parameters(refused: Any, api: ApiGateway, query: dict[str, str], field: str) -> None:
     refused(lambda: api.list_jobs(**query), 400, field)
+
+
+@pytest.mark.parametrize("pool", ["ml.g5.xlarge", "ml.g5.xlarge:spot", "plan:p5-reserved"])
+def test_listing_accepts_every_kind_of_pool_name(api: ApiGateway, pool: str) -> None:
+    assert api.list_jobs(pool=pool).status == 200

@@ -12,7 +12,7 @@ from smq_lambda.domain.model import JOB_ID_PATTERN
 from smq_lambda.domain.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.service.cost_reports import DaysBack
-from smq_lambda.service.submission import is_instance_type
+from smq_lambda.service.submission import is_pool_name
 
 MAX_TOKEN_LENGTH = 512
 """Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
@@ -41,8 +41,12 @@ def states(value: str | None) -> frozenset[JobState]:
 def pool(value: str | None) -> str | None:
     if value is None:
         return None
-    if not is_instance_type(value):
-        raise InvalidRequest("pool", "pool must be a SageMaker training instance type such as ml.g5.xlarge")
+    if not is_pool_name(value):
+        raise InvalidRequest(
+            "pool",
+            "pool must be a pool's name: a SageMaker training instance type such as ml.g5.xlarge, its spot "
+            "pool ml.g5.xlarge:spot, or a training plan's plan:<name>",
+        )
     return value
 
 

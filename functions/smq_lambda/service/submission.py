@@ -41,8 +41,9 @@ from smq_lambda.domain.model import (
     Job,
 )
 from smq_lambda.domain.placement import PREFERENCES_MEMBER, Placement, listing_demand, pinned_request
+from smq_lambda.domain.plan_document import PLAN_NAME_PATTERN, PLAN_POOL_PREFIX
 from smq_lambda.domain.plan_requests import PLAN_MEMBER, plan_placements
-from smq_lambda.domain.purchase import Purchase, purchase_of, spot_pool
+from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, Purchase, purchase_of, spot_pool
 from smq_lambda.domain.request_shape import Rule, create_training_job_violations
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.domain.warm_pools import warm_key_of
@@ -212,6 +213,14 @@ def _check_algorithm(spec: Mapping[str, Any]) -> None:
 def is_instance_type(value: str) -> bool:
     """Shaped like a SageMaker training instance type (whether SageMaker offers it is its business)."""
     return len(value) <= INSTANCE_TYPE_MAX and INSTANCE_TYPE_PATTERN.fullmatch(value) is not None
+
+
+def is_pool_name(value: str) -> bool:
+    """Shaped like a pool's name: an instance type, its spot pool (`<type>:spot`) or a training
+    plan's pool (`plan:<name>`)."""
+    if value.startswith(PLAN_POOL_PREFIX):
+        return PLAN_NAME_PATTERN.fullmatch(value.removeprefix(PLAN_POOL_PREFIX)) is not None
+    return is_instance_type(value.removesuffix(SPOT_POOL_SUFFIX))
 
 
 def _check_resources(request: Mapping[str, Any], config: SchedulerConfig) -> dict[str, int]:
