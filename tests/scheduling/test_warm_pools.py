@@ -344,3 +344,18 @@ def test_with_a_policy_a_warm_pool_no_waiting_job_matches_is_ended(
 def test_without_a_policy_a_warm_pool_nobody_needs_is_kept_as_submitted() -> None:
     snapshot = keyed(queue().running("busy", needs={P5: 3}).build(), warm())
     assert released(decide_pass(snapshot, NOW, pools(p5=5))) == []
+
+
+def test_a_flexible_job_ends_a_warm_pool_it_does_not_match_rather_than_wait_in_every_pool() -> None:
+    """Its first preference's pool is busy, its second's held warm by a pool it does not match:
+    ending that warm pool makes room, as it would for a pinned job (rule 2), so it waits there
+    for the instances coming back instead of waiting everywhere."""
+    snapshot = (
+        queue()
+        .running("busy", priority=9, needs={G5: 4})
+        .pending("flex", priority=5, prefers=((G5, 4), (P5, 2)))
+        .build()
+    )
+    decision = decide_pass(keyed(snapshot, warm(key=OTHER)), NOW, pools(p5=2, g5=4))
+    assert released(decision) == ["left-1"]
+    assert started(decision) == {}

@@ -111,9 +111,14 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
 
 
 def _room_can_be_made(state: PassState, at: Job) -> bool:
-    """Room can be made for `at` by the stops in flight, the reclaim of borrowed capacity, or
-    priority preemption inside its team (nothing is decided here: phase 5 decides it)."""
-    shortfall = state.lack(at, counting_releasing=True)
+    """Room can be made for `at` by the stops in flight, the warm pools it would end (those it does
+    not match: warm_pools.py, rule 2), the reclaim of borrowed capacity, or priority preemption
+    inside its team (nothing is decided here: the walk and phase 5 decide it)."""
+    shortfall = {
+        pool: left
+        for pool, missing in state.lack(at, counting_releasing=True).items()
+        if (left := missing - warm_pools.endable(state, at, pool)) > 0
+    }
     if not shortfall:
         return True
     team = state.ledger.team(at)

@@ -89,6 +89,11 @@ def _match(state: PassState, job: Job) -> WarmPool | None:
     )
 
 
+def endable(state: PassState, job: Job, pool: str) -> int:
+    """Instances of `pool` rule 2 would end for `job`: those of the warm pools there it does not match."""
+    return sum(warm.count for warm in state.warm.in_pool(pool) if warm.key != job.warm_key)
+
+
 def release_for(state: PassState, job: Job) -> None:
     """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
     for pool, missing in state.lack(job, counting_releasing=True).items():
