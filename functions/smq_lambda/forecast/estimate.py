@@ -39,6 +39,12 @@ one `decide` over the live jobs and those pending jobs, so an estimate costs at 
 `max_events` passes; one replay of 200 pending jobs behind 60 live ones in two pools of 64 takes
 about 0.2 s (1 s with backfill, whose passes try every waiting job beside the heads) on one core.
 Jobs left without a time at the bound say so.
+
+Capacity as the pass sees it: a replay keeps the spot interruption rates the pass decided with
+(adaptive spot) and steps at every training plan window's opening and close. It does not hold
+warm pools: their instances count as free, since the pass ends a warm pool for the first waiting
+job that needs its instances and does not match it (scheduling/warm_pools.py), about a minute's
+difference the estimate does not model.
 """
 
 from __future__ import annotations
@@ -173,7 +179,12 @@ def _replay(
     stop_s: float,
 ) -> Replay:
     return Replay(
-        Snapshot(jobs=tuple(jobs), external_usage=snapshot.external_usage, team_usage=snapshot.team_usage),
+        Snapshot(
+            jobs=tuple(jobs),
+            external_usage=snapshot.external_usage,
+            team_usage=snapshot.team_usage,
+            spot_rates=snapshot.spot_rates,
+        ),
         now,
         config,
         durations,

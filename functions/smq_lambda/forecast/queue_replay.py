@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from smq_lambda.domain.model import Job
@@ -64,6 +65,8 @@ class Replay(VirtualQueue):
         self.start = now
         self.config = config
         self.team_usage = dict(snapshot.team_usage)
+        self.spot_rates = dict(snapshot.spot_rates)
+        """The spot interruption rates the pass decided with: a replay keeps them (adaptive spot)."""
         self.outside.update({pool: count for pool, count in snapshot.external_usage.items() if count > 0})
         self.waiting = set(targets)
         self.started: dict[str, float] = {}
@@ -81,6 +84,9 @@ class Replay(VirtualQueue):
 
     def done(self) -> bool:
         return not self.waiting
+
+    def _snapshot(self) -> Snapshot:
+        return replace(super()._snapshot(), spot_rates=self.spot_rates)
 
     def still_holding(self) -> list[Job]:
         """The live jobs when the replay ended."""
