@@ -34,10 +34,10 @@ $(STAMP_SDK3): pyproject.toml
 
 setup-sdk3: $(STAMP_SDK3)
 
-# Three workers on two cores (the end-to-end tests spend much of their time waiting on processes and
+# Four workers on two cores (the end-to-end tests spend much of their time waiting on processes and
 # clocks), one test file each at a time (module-scoped local stacks stay in one process), in the
 # order tests/conftest.py gives (files with slow tests first), not xdist's most-tests-first.
-PYTEST := $(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder
+PYTEST := $(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder
 
 # Everything side by side, each target's output shown whole when it ends: the two environments
 # install together, then lint and the SDK v3 tests run beside the suite, filling the time its

@@ -1,30 +1,21 @@
-"""The client on the whole local stack: real estimators, the real trainer, the README examples.
-
-Each test runs with only what `smq local up` prints (the API URL, the AWS endpoints, region and
-dummy keys) in the environment, and with `offline` proving nothing tries to leave the machine.
-"""
+"""A preempted SDK v2 `fit()` on the whole local stack resumes from its checkpoint and completes."""
 
 from __future__ import annotations
 
 import re
-import runpy
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from smq import JobNotFound, QueueTrainingJobSession, TrainingQueue
-from smq.local.stack import REPOSITORY, LocalStack, LocalStackOptions, client_environment
+from smq.local.stack import LocalStack
 from smq.queue import training_request
+
+from tests.client.end_to_end.support import POOL, model_archive_exists
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = REPOSITORY / "examples" / "client"
-POOL = "ml.m5.xlarge"
 ROLE = "arn:aws:iam::000000000000:role/SageMakerRole"
 TINY_VIT = {
     "img-size": 32,
@@ -38,58 +29,6 @@ TINY_VIT = {
 PATIENT_STEPS = 2000
 """About 15 s of training on one core: long enough to be preempted after its first checkpoint."""
 RESUMED = re.compile(r"resumed from checkpoint step (\d+)")
-
-
-@contextmanager
-def local_stack(workdir: Path, monkeypatch: pytest.MonkeyPatch, executor: str, capacity: int) -> Iterator[LocalStack]:
-    """The stack, the client environment it prints, and the repository root as the working
-    directory (the examples' `source_dir="trainer"`)."""
-    options = LocalStackOptions(
-        capacity={POOL: capacity},
-        executor=executor,
-        workdir=workdir,
-        stop_grace_seconds=30,
-        reconcile_every_seconds=5,
-    )
-    monkeypatch.chdir(REPOSITORY)
-    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    with LocalStack(options) as running, client_environment(running):
-        yield running
-
-
-@pytest.fixture
-def process_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
-    """Real trainer processes, one instance: a second job can only run by preempting the first."""
-    with local_stack(tmp_path / "stack", monkeypatch, "process", 1) as stack:
-        yield stack
-
-
-@pytest.fixture
-def synthetic_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
-    with local_stack(tmp_path / "stack", monkeypatch, "synthetic", 2) as stack:
-        yield stack
-
-
-def model_archive_exists(model_data: str) -> bool:
-    bucket, _, key = model_data.removeprefix("s3://").partition("/")
-    s3 = boto3.client("s3")
-    return s3.head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
-
-
-def test_the_readme_estimator_example_trains_through_the_queue(
-    process_stack: LocalStack, capsys: pytest.CaptureFixture[str], offline: list[str]
-) -> None:
-    namespace = runpy.run_path(str(EXAMPLES / "train_with_queue.py"))
-
-    estimator = namespace["estimator"]
-    output = capsys.readouterr().out
-    assert "starting attempt 1 of" in output
-    assert "no checkpoint in" in output
-    assert re.search(r"training complete at step 60\b", output), output
-    assert estimator.model_data.endswith("/output/model.tar.gz")
-    assert model_archive_exists(estimator.model_data)
-    assert estimator.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
-    assert offline == []
 
 
 def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
@@ -152,13 +91,3 @@ def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
     assert patient.model_data.endswith(f"{attempts[1]['training_job_name']}/output/model.tar.gz")
     assert model_archive_exists(patient.model_data)
     assert offline == []
-
-
-def test_the_readme_python_api_example_runs(synthetic_stack: LocalStack, capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(EXAMPLES / "queue_api.py"))
-
-    output = capsys.readouterr().out
-    assert "sweep-a pending position 1" in output
-    assert re.search(r"sweep-b\s+\w+\s+priority 7", output)
-    assert re.search(r"sweep-b completed \['sweep-b-[0-9a-f]{12}-1'\]", output), output
-    assert TrainingQueue().get_job("sweep-a").state == "cancelled"
