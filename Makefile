@@ -51,8 +51,9 @@ test-suite: setup
 test-sdk3: setup-sdk3
 	$(VENV_SDK3)/bin/python -m pytest tests/client_sdk3
 
+# The quick subset is CPU-bound (no end-to-end tests wait on processes): one worker per core.
 test-fast: setup
-	HYPOTHESIS_PROFILE=fast $(PYTEST) -m "not slow"
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -n 2 --dist loadfile -m "not slow"
 
 lint: setup
 	$(VENV)/bin/cfn-lint template.yaml

@@ -12,7 +12,7 @@ from hypothesis import settings
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
 settings.register_profile("thorough", deadline=None)
-settings.register_profile("fast", max_examples=20, deadline=None)
+settings.register_profile("fast", max_examples=10, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "thorough"))
 
 

@@ -14,6 +14,8 @@ from smq.local.sagemaker import PhaseTimings
 
 from tests.local_sagemaker.conftest import Stack, synthetic_job, unique
 
+pytestmark = pytest.mark.slow  # real waits for keep-alive periods: the full suite runs them
+
 SLOW_START = PhaseTimings(starting=1.0, downloading=0.02, uploading=0.02, restart=0.1, metric_interval=0.2)
 """A cold start long enough that skipping it shows in SecondaryStatusTransitions."""
 MODEL = botocore.session.get_session().get_service_model("sagemaker")

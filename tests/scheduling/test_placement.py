@@ -137,7 +137,7 @@ job_spec = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=settings.default.max_examples * 150 // 100, deadline=None)
 @given(specs=st.lists(job_spec, min_size=1, max_size=8), capacities=st.tuples(*(st.integers(1, 4) for _ in TYPES)))
 def test_passes_never_over_commit_a_pool_and_each_job_holds_one_placement(specs, capacities) -> None:
     config = pools(**dict(zip(TYPES, capacities, strict=True)))

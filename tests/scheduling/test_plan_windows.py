@@ -206,7 +206,7 @@ def plans_and_queues(draw: st.DrawFn) -> tuple[SchedulerConfig, Snapshot, dateti
     return config, Snapshot(jobs=tuple(jobs)), now
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=settings.default.max_examples * 150 // 100, deadline=None)
 @given(plans_and_queues())
 def test_plan_pools_start_only_inside_a_window_stop_by_its_close_and_are_never_over_committed(
     case: tuple[SchedulerConfig, Snapshot, datetime],

@@ -138,7 +138,7 @@ job_spec = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=settings.default.max_examples * 150 // 100, deadline=None)
 @given(
     specs=st.lists(job_spec, min_size=1, max_size=8),
     capacities=st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(1, 4)),

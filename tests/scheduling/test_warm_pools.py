@@ -207,7 +207,7 @@ def warm_queues(draw: st.DrawFn) -> tuple[Snapshot, SchedulerConfig]:
     return keyed(builder.build(), *warm_pools, **keys), config
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=settings.default.max_examples * 300 // 100, deadline=None)
 @given(warm_queues())
 def test_no_pool_is_over_committed_counting_warm_instances(case: tuple[Snapshot, SchedulerConfig]) -> None:
     snapshot, config = case
@@ -221,7 +221,7 @@ def test_no_pool_is_over_committed_counting_warm_instances(case: tuple[Snapshot,
     assert held + new + warm_left <= config.pools[P5]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=settings.default.max_examples * 200 // 100, deadline=None)
 @given(st.data())
 def test_with_team_quotas_no_pool_is_over_committed_counting_warm_instances(data: st.DataObject) -> None:
     config = replace(data.draw(quota_configs()), warm_pools=POLICY)
@@ -244,7 +244,7 @@ def test_with_team_quotas_no_pool_is_over_committed_counting_warm_instances(data
     assert held + new + sum(pool.count for pool in warm_pools) - reused <= config.pools[P5]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=settings.default.max_examples * 300 // 100, deadline=None)
 @given(warm_queues())
 def test_a_job_reuses_a_warm_pool_only_when_every_job_ahead_of_it_started(
     case: tuple[Snapshot, SchedulerConfig],
@@ -259,7 +259,7 @@ def test_a_job_reuses_a_warm_pool_only_when_every_job_ahead_of_it_started(
             assert job.warm_key is not None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=settings.default.max_examples * 300 // 100, deadline=None)
 @given(warm_queues())
 def test_keep_alive_is_kept_only_while_a_matching_job_waits(case: tuple[Snapshot, SchedulerConfig]) -> None:
     snapshot, config = case

@@ -178,7 +178,7 @@ def test_the_warm_pools_workload_reuses_warm_pools_and_its_section_keeps_fewer_i
     assert decided["idle_hours"] < asked["idle_hours"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=settings.default.max_examples * 40 // 100, deadline=None)
 @given(
     st.lists(
         st.tuples(st.floats(0, 5000), st.sampled_from(("a", "b", None)), st.sampled_from((1, 2)), st.integers(0, 2)),

@@ -137,7 +137,7 @@ def flexible_traces(draw: st.DrawFn) -> list[TraceJob]:
     return jobs
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=settings.default.max_examples * 40 // 100, deadline=None)
 @given(trace=flexible_traces(), backfill=st.booleans())
 def test_no_pool_is_ever_over_committed_and_a_job_holds_one_place_at_a_time(
     trace: list[TraceJob], backfill: bool
