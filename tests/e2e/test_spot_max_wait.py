@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from smq import SmqApiClient
+from smq.local.sagemaker.errors import ResourceNotFound
 from smq.local.stack import LocalStack, LocalStackOptions
 
 from tests.e2e.local import POOL, synthetic_request, wait_for
@@ -30,21 +31,30 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         yield running
 
 
+def hang_once_created(stack: LocalStack, training_job_name: str) -> None:
+    """Make the attempt hang as soon as SageMaker knows it (the hang holds from its first step of
+    training), so a loaded machine cannot let its 2 s of training end first."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            stack.inject(training_job_name, "hang")
+            return
+        except ResourceNotFound:
+            assert time.monotonic() < deadline, "the attempt never reached SageMaker"
+            time.sleep(0.05)
+
+
 def test_a_spot_job_stopped_at_its_max_wait_completes_on_demand(stack: LocalStack) -> None:
     client = SmqApiClient(stack.api_url, region="us-east-1")
     request = synthetic_request("spot-wait", duration=2)
     request["EnableManagedSpotTraining"] = True
     request["StoppingCondition"] = {"MaxRuntimeInSeconds": WAIT_S, "MaxWaitTimeInSeconds": WAIT_S}
     client.add_job(request)
-    spot = wait_for(client, "spot-wait", {"running"})
+    spot = wait_for(client, "spot-wait", {"starting", "running"})
+    hang_once_created(stack, spot["training_job_name"])
     assert spot["selected_instance_type"] == POOL
     assert {pool["pool"]: pool["in_use"] for pool in client.list_pools()} == {POOL: 0, SPOT_POOL: 1}
     sagemaker = stack.boto3_client("sagemaker")
-    deadline = time.monotonic() + 30
-    while sagemaker.describe_training_job(TrainingJobName=spot["training_job_name"])["SecondaryStatus"] != "Training":
-        assert time.monotonic() < deadline, "never training"
-        time.sleep(0.1)
-    stack.inject(spot["training_job_name"], "hang")
 
     job = wait_for(client, "spot-wait", {"completed", "failed", "cancelled"}, timeout=60)
 
