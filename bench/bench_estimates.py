@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from seeded_targets import print_verdicts
 from smq.simulate.report import estimate_table
 from smq.simulate.workloads import Workload, mixed_families, teams_families
 from smq_lambda.domain.config_document import parse_config_document
@@ -52,8 +53,7 @@ def case(name: str, workload: Workload, seed: int) -> dict[str, Any]:
     print(estimate_table({"smq": result.metrics}))
     met = targets(estimates)
     print()
-    for label, verdict in met.items():
-        print(f"- {label}: {verdict['value']} {'MET' if verdict['met'] else 'MISSED'}")
+    print_verdicts(met)
     compared = ratios(estimates)
     print("- max-runtime / learned, submission: " + ", ".join(f"{key} {value}" for key, value in compared.items()))
     return {

@@ -17,13 +17,11 @@ Exits 1, naming each target missed, when one is.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from seeded_targets import print_verdicts, run_seeds
 from smq.simulate.placement_workloads import two_types
 from smq.simulate.report import metrics_table
 from smq_lambda.scheduling.snapshot import SchedulerConfig
@@ -55,8 +53,7 @@ def case(seed: int, jobs: int) -> dict[str, Any]:
     print(f"{waits['flexible']['p50'] / 60:.1f} min (flexible / pinned {ratio}); ", end="")
     print(f"started at a later preference: {placement['started_elsewhere']}")
     met = targets(ratio, runs)
-    for label, verdict in met.items():
-        print(f"- {label}: {verdict['value']} {'MET' if verdict['met'] else 'MISSED'}")
+    print_verdicts(met)
     return {
         "flexible_wait_s": waits,
         "flexible_over_pinned_p50": ratio,
@@ -85,25 +82,7 @@ def targets(ratio: float | None, runs: dict[str, Result]) -> dict[str, dict[str,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[7, 11])
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
-    report = {str(seed): case(seed, args.jobs) for seed in args.seeds}
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    missed = [
-        f"seed {seed}: {label} (got {verdict['value']})"
-        for seed, figures in report.items()
-        for label, verdict in figures["targets"].items()
-        if not verdict["met"]
-    ]
-    if missed:
-        print("\nbench-placement: targets missed:\n" + "\n".join(f"  {line}" for line in missed))
-        return 1
-    return 0
+    return run_seeds("bench-placement", __doc__.splitlines()[0], case, jobs=200)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from seeded_targets import print_verdicts
 from smq.simulate.report import metrics_table, team_table
 from smq.simulate.workloads import Workload, kueue, mixed, spot, teams
 from smq_lambda.domain.config_document import parse_config_document
@@ -99,8 +100,7 @@ def main() -> int:
         print(metrics_table({label: result.metrics for label, result in results.items()}))
         met = targets(workload.jobs, results)
         print()
-        for name, verdict in met.items():
-            print(f"- {name}: {verdict['value']} {'MET' if verdict['met'] else 'MISSED'}")
+        print_verdicts(met)
         report["mixed"][str(seed)] = {
             "metrics": {label: result.metrics for label, result in results.items()},
             "targets": met,
@@ -149,8 +149,7 @@ def teams_case(workload: Workload, timing: Timing, seed: int) -> dict[str, Any]:
         "quota kept >= 0.99 for every team": {"value": kept, "met": kept >= 0.99},
         "every team borrowed and lent (instance-s, least)": {"value": shared, "met": shared > 0},
     }
-    for name, verdict in met.items():
-        print(f"- {name}: {verdict['value']} {'MET' if verdict['met'] else 'MISSED'}")
+    print_verdicts(met)
     return {"metrics": metrics, "no_quotas_over_quotas": ratios, "targets": met}
 
 

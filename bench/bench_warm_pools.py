@@ -18,12 +18,10 @@ Exits 1, naming the target missed, when it is.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
 from typing import Any
 
+from seeded_targets import print_verdicts, run_seeds
 from smq.simulate.placement_workloads import warm_pools
 from smq.simulate.report import metrics_table
 from smq_lambda.domain.config_document import parse_config_document
@@ -56,38 +54,24 @@ def case(seed: int, jobs: int) -> dict[str, Any]:
             f"{figures['idle_to_reused']}), start-up saved {figures['startup_saved_s'] / 3600:.2f} h"
         )
     ratio = warm["warm_pools section"]["idle_to_reused"]
-    met = ratio is not None and ratio <= IDLE_TO_REUSED
-    print(f"- idle warm-pool hours / reused hours <= {IDLE_TO_REUSED}: {ratio} {'MET' if met else 'MISSED'}")
+    met = {
+        f"idle warm-pool hours / reused hours <= {IDLE_TO_REUSED}": {
+            "value": ratio,
+            "met": ratio is not None and ratio <= IDLE_TO_REUSED,
+        }
+    }
+    print_verdicts(met)
     return {
         "warm_pools": warm,
         "makespan_s": {name: run.metrics["makespan_s"] for name, run in runs.items()},
         "pools": {name: run.metrics["pools"] for name, run in runs.items()},
-        "target": {"value": ratio, "met": met},
+        "targets": met,
         "elapsed_s": round(elapsed, 1),
     }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[7, 11])
-    parser.add_argument("--jobs", type=int, default=160)
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
-    report = {str(seed): case(seed, args.jobs) for seed in args.seeds}
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    missed = [
-        f"seed {seed}: got {figures['target']['value']}"
-        for seed, figures in report.items()
-        if not figures["target"]["met"]
-    ]
-    if missed:
-        print(
-            f"\nbench-warm-pools: idle / reused above {IDLE_TO_REUSED}:\n" + "\n".join(f"  {line}" for line in missed)
-        )
-        return 1
-    return 0
+    return run_seeds("bench-warm-pools", __doc__.splitlines()[0], case, jobs=160)
 
 
 if __name__ == "__main__":
