@@ -1,4 +1,4 @@
-"""Requests and waits shared by the end-to-end tests on the local stack."""
+"""Requests, waits and configuration changes shared by the end-to-end tests on the local stack."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import io
 import json
 import tarfile
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from smq import SmqApiClient
-from smq.local.stack import LocalStack
+from smq.local.stack import LocalStack, LocalStackOptions
+from smq_lambda.adapters import ssm_document
 
 POOL = "ml.m5.xlarge"
 ROLE = "arn:aws:iam::000000000000:role/SageMakerRole"
@@ -71,3 +74,21 @@ def wait_for(client: SmqApiClient, name: str, states: Collection[str], timeout: 
         time.sleep(0.2)
         job = client.get_job(name)
     return job
+
+
+@contextmanager
+def rereading_stack(options: LocalStackOptions) -> Iterator[LocalStack]:
+    """A stack whose functions re-read the configuration document every second instead of every
+    30 s, so a test that changes it (`write_config`) sees the change at once."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ssm_document, "MAX_AGE_SECONDS", 1)
+        with LocalStack(options) as running:
+            yield running
+
+
+def write_config(stack: LocalStack, document: Mapping[str, Any]) -> None:
+    """Replace the stack's configuration document in SSM, as an operator would."""
+    ssm = stack.boto3_client("ssm")
+    names = [parameter["Name"] for parameter in ssm.describe_parameters()["Parameters"]]
+    (parameter,) = [name for name in names if name.endswith("/capacity-pools")]
+    ssm.put_parameter(Name=parameter, Value=json.dumps(document), Type="String", Overwrite=True)

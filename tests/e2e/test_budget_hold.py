@@ -10,16 +10,14 @@ deployed) to keep the test short."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
-from smq_lambda.adapters import ssm_document
 
-from tests.e2e.local import POOL, synthetic_request, wait_for
+from tests.e2e.local import POOL, rereading_stack, synthetic_request, wait_for, write_config
 
 PRICE = 3600.0
 """US dollars per instance-hour: $1 per instance-second."""
@@ -39,10 +37,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = LocalStackOptions(
         config=CONFIG, executor="synthetic", workdir=tmp_path_factory.mktemp("budget-hold"), reconcile_every_seconds=1
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ssm_document, "MAX_AGE_SECONDS", 1)
-        with LocalStack(options) as running:
-            yield running
+    with rereading_stack(options) as running:
+        yield running
 
 
 def team_job(name: str, team: str, *, duration: float) -> dict[str, Any]:
@@ -50,13 +46,6 @@ def team_job(name: str, team: str, *, duration: float) -> dict[str, Any]:
     tags = [tag for tag in request["Tags"] if tag["Key"] != "team"]
     request["Tags"] = [*tags, {"Key": "team", "Value": team}, {"Key": "smq:expected-duration", "Value": "1"}]
     return request
-
-
-def write_config(stack: LocalStack, document: dict[str, Any]) -> None:
-    ssm = stack.boto3_client("ssm")
-    names = [parameter["Name"] for parameter in ssm.describe_parameters()["Parameters"]]
-    (parameter,) = [name for name in names if name.endswith("/capacity-pools")]
-    ssm.put_parameter(Name=parameter, Value=json.dumps(document), Type="String", Overwrite=True)
 
 
 def test_a_team_over_its_budget_waits_while_another_starts_until_the_budget_is_raised(stack: LocalStack) -> None:

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,15 +19,15 @@ from smq import SmqApiClient
 from smq.errors import InvalidRequest
 from smq.local.stack import LocalStack, LocalStackOptions
 
-from tests.e2e.local import POOL, synthetic_request, wait_for
+from tests.e2e.local import POOL, rereading_stack, synthetic_request, wait_for, write_config
 
 QUOTAS = {"e2e": {"instances": {POOL: 1}, "sharing": "lend_and_borrow"}}
 CONFIG = {"pools": {POOL: 1}, "quotas": {**QUOTAS, "gone": {"instances": {POOL: 0}, "sharing": "reserve"}}}
 """One instance, team e2e's (every request of tests/e2e/local.py is tagged team=e2e); team gone has
 no quota and may not borrow, so its job waits until the team is removed and runs as unassigned."""
 FINISHED = {"completed", "failed", "cancelled"}
-CONFIG_REREAD_S = 120
-"""Generous: the functions re-read the configuration document every 30 s."""
+CONFIG_SEEN_S = 60
+"""Generous: the stack's functions re-read the configuration document every second."""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         workdir=tmp_path_factory.mktemp("team-tags"),
         reconcile_every_seconds=2,
     )
-    with LocalStack(options) as running:
+    with rereading_stack(options) as running:
         yield running
 
 
@@ -51,13 +50,6 @@ def client(stack: LocalStack) -> SmqApiClient:
 def tagged(request: dict[str, Any], team: str) -> dict[str, Any]:
     tags = [tag for tag in request["Tags"] if tag["Key"] != "team"]
     return {**request, "Tags": [*tags, {"Key": "team", "Value": team}]}
-
-
-def write_config(stack: LocalStack, document: dict[str, Any]) -> None:
-    ssm = stack.boto3_client("ssm")
-    names = [parameter["Name"] for parameter in ssm.describe_parameters()["Parameters"]]
-    (parameter,) = [name for name in names if name.endswith("/capacity-pools")]
-    ssm.put_parameter(Name=parameter, Value=json.dumps(document), Type="String", Overwrite=True)
 
 
 def wait_for_reason(client: SmqApiClient, name: str, part: str, timeout: float) -> dict[str, Any]:
@@ -98,12 +90,14 @@ def test_resubmissions_and_a_removed_team(stack: LocalStack, client: SmqApiClien
     # Defect 3: team gone is removed while its job waits; the job runs as unassigned.
     client.add_job(tagged(synthetic_request("orphan", duration=1), "gone"))
     write_config(stack, {"pools": {POOL: 1}, "quotas": QUOTAS})
-    waiting = wait_for_reason(client, "orphan", "team 'gone' is no longer configured; runs as unassigned", 120)
+    waiting = wait_for_reason(
+        client, "orphan", "team 'gone' is no longer configured; runs as unassigned", CONFIG_SEEN_S
+    )
     assert waiting["state"] == "pending"
 
     client.cancel_job(blocker["name"])
     for name in ("resubmitted", "orphan"):
-        assert wait_for(client, name, FINISHED, timeout=CONFIG_REREAD_S)["state"] == "completed"
+        assert wait_for(client, name, FINISHED, timeout=CONFIG_SEEN_S)["state"] == "completed"
 
     # Defect 4 again, after a fast failure.
     failing = synthetic_request("fails-fast", duration=0.1, outcome="fail")

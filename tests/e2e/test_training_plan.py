@@ -5,7 +5,6 @@ a second here), it starts then, and the request SageMaker received names the pla
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,9 +13,8 @@ from typing import Any
 import pytest
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
-from smq_lambda.adapters import ssm_document
 
-from tests.e2e.local import POOL, synthetic_request, wait_for
+from tests.e2e.local import POOL, rereading_stack, synthetic_request, wait_for, write_config
 
 ARN = "arn:aws:sagemaker:us-east-1:000000000000:training-plan/local-plan"
 LATER = datetime(2030, 1, 1, tzinfo=UTC)
@@ -38,17 +36,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = LocalStackOptions(
         config=config(LATER), executor="synthetic", workdir=tmp_path_factory.mktemp("plan"), reconcile_every_seconds=1
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ssm_document, "MAX_AGE_SECONDS", 1)
-        with LocalStack(options) as running:
-            yield running
-
-
-def write_config(stack: LocalStack, document: dict[str, Any]) -> None:
-    ssm = stack.boto3_client("ssm")
-    names = [parameter["Name"] for parameter in ssm.describe_parameters()["Parameters"]]
-    (parameter,) = [name for name in names if name.endswith("/capacity-pools")]
-    ssm.put_parameter(Name=parameter, Value=json.dumps(document), Type="String", Overwrite=True)
+    with rereading_stack(options) as running:
+        yield running
 
 
 def test_a_plan_pool_starts_nothing_outside_its_window(stack: LocalStack) -> None:
