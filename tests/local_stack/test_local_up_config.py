@@ -39,7 +39,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[LocalStackOptions]:
             pass
 
     monkeypatch.setattr(local_stack, "LocalStack", StandIn)
-    monkeypatch.setattr(cli, "_stop_on_signals", lambda: None)
+    monkeypatch.setattr(cli, "_stop_on_signals", lambda stuck_after: None)
     return built
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import os
 import signal
@@ -145,8 +146,14 @@ class _StopRequested(BaseException):
     in progress is unwound (stopping what it started) as surely as the wait once it is up."""
 
 
-def _stop_on_signals() -> None:
-    """The first signal stops the stack cleanly; a second, while it stops, ends the process at once."""
+STUCK_STOP_MARGIN_SECONDS = 60.0
+"""How much longer than the jobs' stop grace a clean stop may take before it counts as stuck."""
+
+
+def _stop_on_signals(stuck_after: float) -> None:
+    """The first signal stops the stack cleanly; a second, while it stops, ends the process at once.
+    A stop still going after `stuck_after` seconds is stuck: every thread's stack goes to stderr
+    (where it is stuck, for a bug report) and the process ends with status 1 instead of hanging."""
 
     def force(signum: int, _frame: FrameType | None) -> None:
         os._exit(128 + signum)
@@ -154,6 +161,7 @@ def _stop_on_signals() -> None:
     def stop(_signum: int, _frame: FrameType | None) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, force)
+        faulthandler.dump_traceback_later(stuck_after, exit=True)
         raise _StopRequested
 
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -213,7 +221,7 @@ def _up(args: argparse.Namespace) -> int:
         sagemaker_url=args.sagemaker_url,
         reconcile_every_seconds=args.reconcile_every,
     )
-    _stop_on_signals()
+    _stop_on_signals(stuck_after=args.stop_grace + STUCK_STOP_MARGIN_SECONDS)
     with contextlib.suppress(_StopRequested), LocalStack(options) as stack:
         _print_up(stack)
         threading.Event().wait()
