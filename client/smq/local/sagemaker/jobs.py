@@ -8,6 +8,7 @@ dispatcher delivers them on its own thread, never while this lock is held.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -37,11 +38,15 @@ from smq.local.sagemaker.warm_pools import AVAILABLE, IN_USE, TERMINATED, WarmPo
 
 FAULTS = ("interrupt", "fail", "hang")
 _INTERRUPTIBLE = ("Starting", "Downloading", "Training")
+SHUTDOWN_MARGIN_SECONDS = 30.0
+"""How long past the stop grace a shutdown waits for job threads (checkpoint and model uploads)."""
 _STOP_MESSAGES = {
     "Stopped": "Stopping the training job",
     "MaxRuntimeExceeded": "Training job runtime exceeded MaxRuntimeInSeconds provided",
     "MaxWaitTimeExceeded": "Training job wait time exceeded MaxWaitTimeInSeconds provided",
 }
+
+logger = logging.getLogger(__name__)
 
 
 class TrainingJobs:
@@ -232,15 +237,19 @@ class TrainingJobs:
             job.run.control.raise_signal(Signal.FAIL if fault == "fail" else Signal.HANG)
 
     def shutdown(self) -> None:
-        """Stop every job (SIGTERM, SIGKILL after the grace period) and wait for all of them."""
+        """Stop every job (SIGTERM, SIGKILL after the grace period) and wait for all of them, but
+        no longer than the grace period and a margin: a job thread stuck in a call that never
+        returns is logged and left behind (its thread is a daemon), so the service still stops."""
         with self._lock:
             self._closing = True
             jobs = list(self._jobs.values())
             for job in jobs:
                 if job.status == IN_PROGRESS:
                     self._begin_stop(job, "Stopped")
+        deadline = time.monotonic() + self._stop_grace + SHUTDOWN_MARGIN_SECONDS
         for job in jobs:
-            job.done.wait()
+            if not job.done.wait(max(0.0, deadline - time.monotonic())):
+                logger.warning("training job %s did not end after the stop; shutting down without it", job.name)
 
     # -- status changes, used by the lifecycle ------------------------------------------------
 
