@@ -16,8 +16,8 @@ STUCK_STOP = textwrap.dedent(
     from smq.local import cli
 
     cli._stop_on_signals(stuck_after=1)
-    print("up", flush=True)
     try:
+        print("up", flush=True)
         threading.Event().wait()
     except cli._StopRequested:
         time.sleep(120)  # a stop that never ends

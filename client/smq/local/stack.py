@@ -158,17 +158,21 @@ class LocalStack:
             raise
 
     def stop(self) -> None:
-        """Stop every job process, then the alarm evaluator (which notifies the routers), then the
-        local EventBridge, the queues' pollers, the routers and every server (each thread joined);
-        restore the environment."""
-        if self._sagemaker is not None:
-            self._sagemaker.shutdown()
+        """Stop what invokes the functions first (the alarm evaluator, the queues' pollers and the
+        routers, the local EventBridge), then every job process, then every server (each thread
+        joined); restore the environment.
+
+        In that order no function reacts to the jobs being stopped: a pass run then would call a
+        SageMaker endpoint that is going away, retrying each call, and hold the stop for minutes.
+        """
         if self._alarms is not None:
             self._alarms.shutdown()
-        if self._bus is not None:
-            self._bus.shutdown()
         if self._triggers is not None:
             self._triggers.shutdown()
+        if self._bus is not None:
+            self._bus.shutdown()
+        if self._sagemaker is not None:
+            self._sagemaker.shutdown()
         if self._api is not None:
             self._api.shutdown()
         if self._identities is not None:
