@@ -28,7 +28,7 @@ from trainer_support import (
 
 pytestmark = pytest.mark.slow
 
-MAX_STEPS = 300
+MAX_STEPS = 150
 SIGNAL_AFTER_STEP = 30
 ARGS = [
     *TINY, "--max-steps", str(MAX_STEPS), "--log-every", "10", "--drop-path", "0.1",
