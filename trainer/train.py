@@ -67,8 +67,11 @@ METRIC_DEFINITIONS = [
 
 
 def log(message: str) -> None:
-    """Unbuffered, so a supervisor reading the pipe sees a line when it happens."""
-    print(message, flush=True)
+    """Unbuffered, so a supervisor reading the pipe sees a line when it happens, and written in one
+    call: ranks sharing a host's output pipe then never splice their lines together (print writes
+    the text and its newline separately when Python runs unbuffered)."""
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
 
 
 class StopRequest:

@@ -7,6 +7,7 @@ import math
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -179,3 +180,21 @@ def test_every_rng_survives_a_checkpoint_file(tmp_path: Path) -> None:
     train.restore_rng(store.read(1)["rng"])
 
     assert draws() == expected
+
+
+def test_a_log_line_is_one_write_so_ranks_sharing_a_pipe_never_splice_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[str] = []
+
+    class Pipe:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            writes.append("<flush>")
+
+    monkeypatch.setattr(sys, "stdout", Pipe())
+
+    train.log("rank=1 world_size=2 device=cpu start_step=31")
+
+    assert writes == ["rank=1 world_size=2 device=cpu start_step=31\n", "<flush>"]
