@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 
 import pytest
 from smq import SmqApiClient
+from smq.local import stack as stack_module
+from smq.local.sagemaker import PhaseTimings
 from smq.local.sagemaker.errors import ResourceNotFound
 from smq.local.stack import LocalStack, LocalStackOptions
 
@@ -17,6 +20,12 @@ from tests.e2e.local import POOL, synthetic_request, wait_for
 
 SPOT_POOL = f"{POOL}:spot"
 WAIT_S = 5
+
+
+STARTING_S = 3.0
+"""SageMaker counts MaxWaitTimeInSeconds from the job's creation and MaxRuntimeInSeconds from its
+training, so with both at WAIT_S the wait runs out first by the time the job spends starting:
+0.1 s by default, which a loaded machine's threads can reorder; 3 s here."""
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +36,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         workdir=tmp_path_factory.mktemp("stack"),
         reconcile_every_seconds=5,
     )
-    with LocalStack(options) as running:
-        yield running
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stack_module, "PhaseTimings", partial(PhaseTimings, starting=STARTING_S))
+        with LocalStack(options) as running:
+            yield running
 
 
 def hang_once_created(stack: LocalStack, training_job_name: str) -> None:
