@@ -5,6 +5,7 @@ way; no modules import each other; and no module grows past a size one reader ca
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -60,6 +61,12 @@ def module_paths() -> dict[str, Path]:
     return paths
 
 
+@functools.cache
+def sources_import_graph() -> dict[str, set[str]]:
+    """The import graph of smq_lambda and smq, parsed once for all the tests that read it."""
+    return import_graph(module_paths())
+
+
 def import_graph(paths: dict[str, Path]) -> dict[str, set[str]]:
     """Which of `paths` each module imports: `from a import b` is module a.b when there is one, else a."""
     graph: dict[str, set[str]] = {}
@@ -96,7 +103,7 @@ def test_no_import_cycles() -> None:
     two modules still need each other, so neither can be read, tested or moved alone. (Running a
     submodule's package __init__ is not counted as an import of it.)
     """
-    graph = import_graph(module_paths())
+    graph = sources_import_graph()
     reach = {name: reachable(graph, name) for name in graph}
     cycles = {frozenset({name} | {other for other in reach[name] if name in reach[other]}) for name in graph}
     assert [sorted(cycle) for cycle in cycles if len(cycle) > 1] == []
@@ -108,7 +115,7 @@ def within(name: str, package: str) -> bool:
 
 def imports_from(importers: str, imported: str) -> dict[str, list[str]]:
     """Each module within `importers` that imports modules within `imported`, with those modules."""
-    graph = import_graph(module_paths())
+    graph = sources_import_graph()
     found = {
         name: sorted(target for target in targets if within(target, imported))
         for name, targets in graph.items()
