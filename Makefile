@@ -51,9 +51,11 @@ test-suite: setup
 test-sdk3: setup-sdk3
 	$(VENV_SDK3)/bin/python -m pytest tests/client_sdk3
 
-# The quick subset is CPU-bound (no end-to-end tests wait on processes): one worker per core.
+# The quick subset: three workers on two cores (its local SageMaker tests wait on clocks), each
+# stealing tests from the others when it runs out, so they finish together (no module-scoped local
+# stacks here, which `make test` keeps in one worker with --dist loadfile).
 test-fast: setup
-	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -n 2 --dist loadfile -m "not slow"
+	HYPOTHESIS_PROFILE=fast $(PY) -m pytest -n 3 --dist worksteal -m "not slow"
 
 lint: setup
 	$(VENV)/bin/cfn-lint template.yaml

@@ -1,5 +1,6 @@
 """cfn-lint on the template as written and on the template CloudFormation gets after the SAM
-transform (which also lints the generated roles, rules and the imported OpenAPI integrations)."""
+transform (which also lints the generated roles, rules and the imported OpenAPI integrations).
+Slow: `make lint` lints the template as written too; `make test` runs both."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cfnlint.api import lint
 
 from tests.template.template_support import ROOT, TEMPLATE_PATH
+
+pytestmark = pytest.mark.slow
 
 
 def test_cfn_lint_reports_nothing_for_the_template() -> None:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from smq import JobNotFound, QueueTrainingJobSession, TrainingQueue
+from smq import JobNotFound, TrainingQueue
 from smq.local.stack import LocalStack
 from smq.queue import training_request
 
@@ -34,6 +34,8 @@ RESUMED = re.compile(r"resumed from checkpoint step (\d+)")
 def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
     process_stack: LocalStack, capsys: pytest.CaptureFixture[str], offline: list[str]
 ) -> None:
+    from smq import QueueTrainingJobSession  # the SageMaker SDK, imported only by the worker that runs this
+
     session = QueueTrainingJobSession(poll_interval=1)
 
     def estimator(max_steps: int, priority: int) -> Any:
