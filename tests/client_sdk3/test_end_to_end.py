@@ -7,9 +7,7 @@ dummy keys) in the environment, and with `offline` proving nothing tries to leav
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,8 +21,9 @@ from sagemaker.core.helper.session_helper import Session
 from sagemaker.core.training.configs import Compute
 from sagemaker.train import ModelTrainer
 from smq import TrainingQueue
-from smq.errors import JobNotFound
 from smq.local.stack import LocalStack, LocalStackOptions, client_environment
+
+from tests.support.preemption import checkpointed, submit_when
 
 pytestmark = pytest.mark.slow
 
@@ -67,26 +66,6 @@ def counting(steps: int) -> dict[str, Any]:
     }
 
 
-def submit_when(queue: TrainingQueue, ready: Callable[[Any], bool], submit: Callable[[], object]) -> threading.Thread:
-    """Submit the urgent job from another thread once the patient job is `ready`."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                job = queue.get_job("patient")
-            except JobNotFound:  # train() has not submitted it yet
-                job = None
-            if job is not None and ready(job):
-                submit()
-                return
-            time.sleep(0.5)
-
-    helper = threading.Thread(target=watch, daemon=True)
-    helper.start()
-    return helper
-
-
 def artifact_exists(s3_uri: str) -> bool:
     bucket, _, key = s3_uri.removeprefix("s3://").partition("/")
     return boto3.client("s3").head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
@@ -99,12 +78,7 @@ def test_a_preempted_train_resumes_from_its_checkpoint_and_streams_each_attempts
         queue = TrainingQueue()
         urgent = make_trainer(stack, counting(steps=5))
 
-        def checkpointed(job: Any) -> bool:
-            return bool(job.training_job_name) and "checkpoint saved: step" in stack.training_logs(
-                job.training_job_name
-            )
-
-        helper = submit_when(queue, checkpointed, lambda: queue.submit(urgent, priority=10, job_name="urgent"))
+        helper = submit_when(queue, checkpointed(stack), lambda: queue.submit(urgent, priority=10, job_name="urgent"))
         patient = make_trainer(stack, counting(steps=100))
 
         job = queue.train(patient, job_name="patient", priority=1, poll=1)

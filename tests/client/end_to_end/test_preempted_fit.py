@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from typing import Any
 
 import pytest
-from smq import JobNotFound, TrainingQueue
+from smq import TrainingQueue
 from smq.local.stack import LocalStack
 from smq.queue import training_request
 
 from tests.client.end_to_end.support import POOL, model_archive_exists
+from tests.support.preemption import checkpointed, submit_when
 
 pytestmark = pytest.mark.slow
 
@@ -58,23 +58,11 @@ def test_a_preempted_fit_resumes_from_its_checkpoint_and_completes(
     queue = TrainingQueue()
     submitted = threading.Event()
 
-    def preempt_once_checkpointed() -> None:
-        """The urgent job arrives once the patient one has saved a checkpoint."""
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                job = queue.get_job("patient")
-            except JobNotFound:  # fit() has not submitted it yet
-                job = None
-            logs = process_stack.training_logs(job.training_job_name) if job and job.training_job_name else ""
-            if "checkpoint saved: step" in logs:
-                queue.submit(urgent)
-                submitted.set()
-                return
-            time.sleep(0.5)
+    def submit_urgent() -> None:
+        queue.submit(urgent)
+        submitted.set()
 
-    helper = threading.Thread(target=preempt_once_checkpointed, daemon=True)
-    helper.start()
+    helper = submit_when(queue, checkpointed(process_stack), submit_urgent)
     patient = estimator(max_steps=PATIENT_STEPS, priority=1)
 
     patient.fit(job_name="patient")
