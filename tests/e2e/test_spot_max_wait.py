@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from functools import partial
 
 import pytest
 from smq import SmqApiClient
-from smq.local import stack as stack_module
 from smq.local.sagemaker import PhaseTimings
 from smq.local.sagemaker.errors import ResourceNotFound
 from smq.local.stack import LocalStack, LocalStackOptions
@@ -35,11 +33,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         executor="synthetic",
         workdir=tmp_path_factory.mktemp("stack"),
         reconcile_every_seconds=5,
+        phase_timings=PhaseTimings(starting=STARTING_S),
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(stack_module, "PhaseTimings", partial(PhaseTimings, starting=STARTING_S))
-        with LocalStack(options) as running:
-            yield running
+    with LocalStack(options) as running:
+        yield running
 
 
 def hang_once_created(stack: LocalStack, training_job_name: str) -> None:

@@ -355,7 +355,7 @@ class LocalStack:
         """Training jobs report GPU utilization at least twice per alarm period, so every period of
         a training job has a datapoint: a period without one never counts as idle, and a gap would
         only delay an idle job's stop."""
-        timings = PhaseTimings()
+        timings = self.options.phase_timings
         period = self.options.alarm_period_seconds
         if period is None:
             return timings

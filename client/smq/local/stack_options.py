@@ -10,6 +10,7 @@ from typing import Any
 
 from smq.errors import SmqError
 from smq.local.event_router import Chaos
+from smq.local.sagemaker.runtime import PhaseTimings
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 TEMPLATE = Path(__file__).with_name("template.yaml")
@@ -77,6 +78,8 @@ class LocalStackOptions:
     """The local SageMaker service of another local stack to share, as two stacks share one account's
     SageMaker; None: start one. A shared service sends its state-change events to its own stack
     only, so this stack learns of training jobs through reconciliation."""
+    phase_timings: PhaseTimings = field(default_factory=PhaseTimings)
+    """How long the local SageMaker service's jobs spend starting, downloading and uploading."""
 
 
 class StackStartError(SmqError):
