@@ -222,8 +222,20 @@ class SmqApiClient:
         return list(self._call("GET", "/pools").get("pools") or ())
 
     def list_attempts(self, start: str, end: str | None = None) -> dict[str, Any]:
-        """GET /attempts: every attempt overlapping [start, end] (ISO 8601 times; no end: now)."""
-        return self._call("GET", "/attempts", query={"from": start, **({"to": end} if end else {})})
+        """GET /attempts, every page: `{"attempts", "from", "to"}` with every attempt overlapping
+        [start, end] (ISO 8601 times; no end: now) once, in order of start, as a timeline draws them.
+        The pages together are in the store's order, and a job that changed between two pages may
+        come on both: gathered by attempt, then sorted."""
+        query = {"from": start, **({"to": end} if end else {})}
+        pages = [self._call("GET", "/attempts", query=query)]
+        while token := pages[-1].get("next_token"):
+            pages.append(self._call("GET", "/attempts", query={**query, "next_token": token}))
+        gathered = {(row.get("job_id"), row.get("number")): row for page in pages for row in page.get("attempts") or ()}
+        attempts = sorted(
+            gathered.values(),
+            key=lambda row: (row.get("started_at") or "", row.get("name") or "", row.get("number") or 0),
+        )
+        return {"attempts": attempts, "from": pages[0].get("from"), "to": pages[0].get("to")}
 
     def get_quotas(self) -> dict[str, Any]:
         """GET /quotas as answered: `{"teams": [...], "team_tag", "measured_at"}`."""

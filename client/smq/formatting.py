@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from smq_lambda.domain.cost_totals import OTHER_OWNERS
 from tabulate import tabulate
 
 from smq.jobs import (
@@ -96,14 +97,15 @@ def estimated_start_in(job: Mapping[str, Any], now: datetime) -> str | None:
 
 
 def estimated_start_text(job: Mapping[str, Any], now: datetime) -> str | None:
-    """`2026-11-23 14:05 UTC (in 2h10m) — assumes ...` (`unknown — ...` when the queue cannot tell);
-    None when the job is not pending or not estimated."""
+    """`2026-11-23 14:05 UTC (in 2h10m) — assumes ...`; without a time, the queue's own sentence
+    (`never starts as configured: ...`, `when team vision's hold budget allows it: ...`), its
+    `unknown: ` read `unknown — `. None when the job is not pending or not estimated."""
     estimate = estimated_start(job)
     if estimate is None:
         return None
     at, assumed = estimate
     if at is None:
-        return f"unknown — {assumed.removeprefix('unknown: ')}"
+        return f"unknown — {assumed.removeprefix('unknown: ')}" if assumed.startswith("unknown: ") else assumed
     return f"{at:%Y-%m-%d %H:%M} UTC ({start_phrase(job['estimated_start'], now)}) — {assumed}"
 
 
@@ -176,6 +178,23 @@ def costs_table(report: Mapping[str, Any]) -> str:
     groups = [(short_owner(group["group"]) if by == "owner" else group["group"], group) for group in report["groups"]]
     rows = [(label, *_cost_cells(figures)) for label, figures in [*groups, ("Total", report["total"])]]
     return tabulate(rows, headers=(first, *COST_HEADERS), tablefmt="simple", disable_numparse=True)
+
+
+def costs_footer(report: Mapping[str, Any]) -> str:
+    """What `smq costs` says under its table: what the figures count, the prices, and where the
+    rows of owners the caller may not see went."""
+    since = str(report.get("since") or "")[:10]
+    source = (report.get("prices") or {}).get("source")
+    counted = (
+        f"Attempts that ended since {since} (UTC); Accruing: what running jobs have cost so far, "
+        f"estimated on demand; prices: {source}."
+    )
+    lines = [counted]
+    if any(group["group"] == OTHER_OWNERS for group in report.get("groups") or ()):
+        lines.append(
+            f"{OTHER_OWNERS}: the owners whose jobs you may not change, summed; only an admin sees each apart."
+        )
+    return "\n".join(lines)
 
 
 def _cost_cells(figures: Mapping[str, Any]) -> tuple[str, ...]:

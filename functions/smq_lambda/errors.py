@@ -107,6 +107,18 @@ class ServiceUnavailable(SmqError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class CostDimensionsPending(SmqError):
+    """The cost ledger counted an attempt under its team and owner but could not write some of its
+    tag dimensions now (the cause: a throttled write if one was, else the first failure): they stay
+    pending on the attempt, and its next record writes them. `recorded`: this call counted the attempt, so its spend is new."""
+
+    def __init__(self, training_job_name: str, dimensions: Sequence[str], *, recorded: bool) -> None:
+        super().__init__(f"the cost of {training_job_name} is recorded, not yet under {', '.join(dimensions)}")
+        self.training_job_name = training_job_name
+        self.dimensions = tuple(dimensions)
+        self.recorded = recorded
+
+
 class ConfigError(SmqError):
     """The deployment's configuration (the pools parameter) is missing or malformed."""
 

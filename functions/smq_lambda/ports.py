@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
@@ -42,6 +42,28 @@ class InUse:
 class JobPage:
     jobs: list[Job]
     next_token: str | None
+
+
+@dataclass(frozen=True, order=True)
+class HistoryPosition:
+    """A job's place in what `jobs_with_attempts_since` reads, in the order it reads: the live
+    states' partitions of `by-state` first (by state name, each by `order_key`), then the UTC days'
+    of `by-attempt-end` (by day, each by latest attempt end); the item's key breaks ties."""
+
+    ended: bool
+    """False: read as a live job; True: read as one whose latest attempt ended on `partition`."""
+    partition: str
+    """The live state's name, or the UTC day (YYYY-MM-DD) of the latest attempt end."""
+    sort_key: str
+    """The job's `order_key` (live), or the time of its latest attempt end (ended)."""
+    item_key: str
+    """The job's key in the table: its name, `<name>#<job_id>` for an earlier job of the name."""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    job: Job
+    position: HistoryPosition
 
 
 class JobStore(Protocol):
@@ -110,9 +132,13 @@ class JobStore(Protocol):
         next_token: str | None = None,
     ) -> JobPage: ...
 
-    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
-        """Every live job and every job whose latest attempt ended in [start, now] (others may
-        come too): a bounded index read for GET /attempts, which may lag writes."""
+    def jobs_with_attempts_since(
+        self, start: datetime, now: datetime, *, after: HistoryPosition | None = None, page_size: int | None = None
+    ) -> Iterator[HistoryEntry]:
+        """Every live job, then every other job whose latest attempt ended in [start, now] (others
+        may come too), each once, in HistoryPosition order from after `after`: a bounded index read
+        for GET /attempts, which may lag writes. Read lazily, `page_size` jobs per index read, so a
+        caller that stops early reads little more than it used."""
         ...
 
 
@@ -120,8 +146,10 @@ class TrainingEndListener(Protocol):
     """Told when one of the queue's own attempts ends in SageMaker (Completed, Failed or Stopped):
     its TrainingTimeInSeconds and BillableTimeInSeconds are final then. Told of every such report,
     duplicates and late ones included, after the job's own write, so a listener records
-    idempotently (keyed by the attempt's training job name). An error it raises fails the report,
-    whose redelivery tells it again."""
+    idempotently (keyed by the attempt's training job name). Each is told on its own: an error it
+    raises is logged and counted, and keeps no other listener from being told; a ServiceUnavailable
+    or TrainingServiceError (or one caused by them) fails the report, whose redelivery tells every
+    listener again (service/report_intake.py)."""
 
     def on_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None: ...
 
@@ -149,7 +177,11 @@ class CostLedger(Protocol):
     def record(self, cost: AttemptCost, groups: Mapping[str, str]) -> bool:
         """Add `cost` to its UTC day's totals under each of `groups` (dimension → group), exactly
         once per training job name: False when that attempt was already recorded. Duplicate and
-        concurrent calls for one attempt count it once."""
+        concurrent calls for one attempt count it once. A cost tag's group is cut to
+        MAX_TAG_GROUP_BYTES, and a day keeps MAX_TAG_GROUPS_PER_DAY of a tag's groups apart (later
+        ones count in OTHER; domain/cost_totals.py). No tag keeps the team and owner from counting:
+        one that cannot be written now raises CostDimensionsPending after them, and a later call for
+        the attempt adds it."""
         ...
 
     def totals(self, dimension: str, days: Sequence[date]) -> dict[str, CostFigures]:

@@ -18,8 +18,8 @@ NEVER_GIVE_UP = StartRetryLimits(max_refusals=10**9, max_duration=timedelta.max)
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
     """An item's size as DynamoDB counts it (developer guide, "Item sizes and formats"), rounding
-    numbers up: names and strings in UTF-8 bytes, 1 byte per 2 digits of a number plus 1, 3 bytes per
-    list or map plus 1 per element."""
+    numbers up: names and strings (also a string set's) in UTF-8 bytes, 1 byte per 2 digits of a number
+    plus 1, 3 bytes per list or map plus 1 per element."""
     return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
 
 
@@ -31,6 +31,8 @@ def _value_size(value: Mapping[str, Any]) -> int:
         return (len(content.lstrip("-").replace(".", "")) + 1) // 2 + 1
     if kind in ("BOOL", "NULL"):
         return 1
+    if kind == "SS":
+        return sum(len(member.encode()) for member in content)
     if kind == "L":
         return 3 + sum(1 + _value_size(entry) for entry in content)
     if kind == "M":

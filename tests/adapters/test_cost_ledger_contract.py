@@ -1,5 +1,6 @@
 """The cost ledger: one contract, run against the in-memory fake and the DynamoDB adapter (moto):
-each attempt counts exactly once, on its UTC day, under each of its groups."""
+each attempt counts exactly once, on its UTC day, under each of its groups; a cost tag's values
+never fill a day, and a tag never keeps the team and owner totals from counting."""
 
 from __future__ import annotations
 
@@ -7,19 +8,22 @@ import threading
 from collections.abc import Callable
 from dataclasses import fields
 from datetime import UTC, date, datetime, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
 from moto.dynamodb.models import DynamoDBBackend
-from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, DynamoCostLedger, day_key
+from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, FIGURE_CODES, DynamoCostLedger, day_key
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain.cost_totals import CostFigures
+from smq_lambda.adapters.item_codec import Item
+from smq_lambda.domain.cost_totals import MAX_TAG_GROUP_BYTES, MAX_TAG_GROUPS_PER_DAY, OTHER, CostFigures, tag_group
 from smq_lambda.domain.costs import AttemptCost
 from smq_lambda.domain.states import JobState
-from smq_lambda.errors import ServiceUnavailable
+from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
 from smq_lambda.ports import CostLedger, InUse
 
+from tests.adapters.bounds import ITEM_LIMIT, item_size
 from tests.support.fake_costs import InMemoryCostLedger
 
 DAY = date(2026, 11, 26)
@@ -71,7 +75,11 @@ def test_a_duplicate_record_of_an_attempt_counts_once(ledger: CostLedger) -> Non
     assert ledger.record(cost("vit-1", 2.0), VISION) is False
     assert ledger.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), NLP) is False
 
-    assert ledger.totals("team", [DAY, DAY + timedelta(days=1)]) == {"vision": CostFigures(2.0, 2.0, attempts=1)}
+    days = [DAY, DAY + timedelta(days=1)]
+    once = CostFigures(2.0, 2.0, attempts=1)
+    assert ledger.totals("team", days) == {"vision": once}
+    assert ledger.totals("owner", days) == {VISION["owner"]: once}
+    assert ledger.totals("tag:project", days) == {"vit": once}
 
 
 @pytest.fixture
@@ -106,6 +114,63 @@ def test_of_concurrent_records_of_one_attempt_exactly_one_counts(ledger: CostLed
 
     assert sorted(outcomes) == [False, False, False, True]
     assert ledger.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=1)}
+    assert ledger.totals("tag:project", [DAY]) == {"vit": CostFigures(2.0, 2.0, attempts=1)}
+
+
+def with_project(number: int) -> dict[str, str]:
+    """VISION's groups with a project value of its own, as long as a tag value may be."""
+    return {**VISION, "tag:project": f"{number:03d}" + "p" * 253}
+
+
+def test_a_cost_tag_of_a_value_per_run_counts_past_the_days_limit_in_other() -> None:
+    """501 distinct values of 256 characters on one day (about 500 filled DynamoDB's 400 KB item):
+    the first MAX_TAG_GROUPS_PER_DAY keep their names, cut to MAX_TAG_GROUP_BYTES; the others count
+    in OTHER; every attempt counts under its team. In memory, at full scale (moto copies its whole
+    table for each action of a transaction, so 500 records take minutes there); the DynamoDB
+    adapter's fold at the limit is the next test's."""
+    ledger = InMemoryCostLedger()
+    for number in range(501):
+        assert ledger.record(cost(f"run-{number}", 1.0), with_project(number)) is True
+
+    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(501.0, 501.0, attempts=501)}
+    by_project = ledger.totals("tag:project", [DAY])
+    named = sorted(group for group in by_project if group != OTHER)
+    assert [group[:3] for group in named] == [f"{number:03d}" for number in range(MAX_TAG_GROUPS_PER_DAY)]
+    assert {len(group.encode()) for group in named} == {MAX_TAG_GROUP_BYTES}
+    assert all(group.endswith("…") for group in named)
+    assert by_project[OTHER] == CostFigures(301.0, 301.0, attempts=501 - MAX_TAG_GROUPS_PER_DAY)
+
+
+def every_figure(group: str) -> Item:
+    """Every figure of `group` in a day item, each a large sum (100 billion dollars)."""
+    return {f"{code}:{group}": {"N": "99999999999.999999999"} for code in FIGURE_CODES.values()}
+
+
+def added(before: Item, after: Item, attribute: str) -> Decimal:
+    return Decimal(after[attribute]["N"]) - Decimal(before[attribute]["N"])
+
+
+def test_a_tag_day_at_its_limit_fits_an_item_and_takes_a_new_value_in_other(dynamodb_client: Any, table: str) -> None:
+    """The largest tag day item there can be (MAX_TAG_GROUPS_PER_DAY groups of MAX_TAG_GROUP_BYTES
+    and OTHER, every figure there, even at DynamoDB's 38 digits) is well within 400 KB; into it a
+    new value counts in OTHER, a kept one in its own group, and the team counts whatever the tag."""
+    ledger = DynamoCostLedger(table, dynamodb_client)
+    kept = [tag_group(with_project(number)["tag:project"]) for number in range(MAX_TAG_GROUPS_PER_DAY)]
+    item: Item = {"name": {"S": day_key(DAY, "tag:project")}, "named": {"SS": kept}, **every_figure(OTHER)}
+    for group in kept:
+        item.update(every_figure(group))
+    dynamodb_client.put_item(TableName=table, Item=item)
+
+    assert ledger.record(cost("new-1", 1.0), with_project(MAX_TAG_GROUPS_PER_DAY)) is True
+    assert ledger.record(cost("kept-1", 1.0), with_project(0)) is True
+
+    day = dynamodb_client.get_item(TableName=table, Key={"name": {"S": day_key(DAY, "tag:project")}})["Item"]
+    widest = {name: {"N": "9" * 38} if "N" in value else value for name, value in day.items()}
+    assert item_size(widest) < 250 * 1024 < ITEM_LIMIT
+    assert set(day["named"]["SS"]) == set(kept)
+    assert (added(item, day, f"n:{OTHER}"), added(item, day, f"s:{OTHER}")) == (1, 1)
+    assert (added(item, day, f"n:{kept[0]}"), added(item, day, f"s:{kept[0]}")) == (1, 1)
+    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=2)}
 
 
 def test_totals_sum_the_days_asked_for_by_the_utc_day_of_the_end(ledger: CostLedger) -> None:
@@ -144,6 +209,52 @@ def test_figures_are_never_negative_and_sum_exactly_to_the_cent(ledger: CostLedg
     assert total.spend_usd == pytest.approx(sum(spends), abs=1e-8)
     assert total.spot_savings_usd == pytest.approx(sum(spends), abs=1e-8)
     assert total.attempts == len(spends)
+
+
+def fill(dynamodb_client: Any, table: str, key: str) -> None:
+    """Make the item `key` as large as DynamoDB takes: as a day item of a cost tag with a value per
+    run, written before day items were bounded, could be."""
+    filler = {f"s:{number:04d}{'p' * 250}": {"N": "1"} for number in range(1500)}
+    dynamodb_client.put_item(TableName=table, Item={"name": {"S": key}, **filler})
+    number = 0
+    for size in (1000, 100, 10):
+        while True:
+            number += 1
+            try:
+                dynamodb_client.update_item(
+                    TableName=table,
+                    Key={"name": {"S": key}},
+                    UpdateExpression="SET #filler = :one",
+                    ExpressionAttributeNames={"#filler": f"f{number:05d}".ljust(size, "f")},
+                    ExpressionAttributeValues={":one": {"N": "1"}},
+                )
+            except dynamodb_client.exceptions.ClientError as exc:
+                assert exc.response["Error"]["Code"] == "ValidationException"
+                break
+
+
+def test_a_tag_dimension_that_cannot_be_written_keeps_no_total_from_counting(dynamodb_client: Any, table: str) -> None:
+    """A day item that takes no more refuses the tag's write: team and owner still count, the tag
+    stays pending on the attempt, and the next record of the attempt (its report delivered again)
+    writes it, once, with the figures first recorded."""
+    ledger = DynamoCostLedger(table, dynamodb_client)
+    fill(dynamodb_client, table, day_key(DAY, "tag:project"))
+
+    with pytest.raises(CostDimensionsPending) as pending:
+        ledger.record(cost("vit-1", 2.0), VISION)
+
+    once = CostFigures(2.0, 2.0, attempts=1)
+    assert pending.value.recorded is True
+    assert ledger.totals("team", [DAY]) == {"vision": once}
+    assert ledger.totals("owner", [DAY]) == {VISION["owner"]: once}
+
+    dynamodb_client.delete_item(TableName=table, Key={"name": {"S": day_key(DAY, "tag:project")}})
+    assert ledger.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), VISION) is False
+    assert ledger.record(cost("vit-1", 9.0), VISION) is False
+
+    days = [DAY, DAY + timedelta(days=1)]
+    assert ledger.totals("tag:project", days) == {"vit": once}
+    assert ledger.totals("team", days) == {"vision": once}
 
 
 def test_the_ledgers_items_are_no_jobs_and_expire(dynamodb_client: Any, table: str) -> None:

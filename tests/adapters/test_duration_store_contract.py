@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from botocore.stub import Stubber
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq_lambda.adapters.dynamodb_durations import ADD_ATTEMPTS, DynamoDurationStore, item_key
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.states import JobState
 from smq_lambda.errors import ServiceUnavailable
-from smq_lambda.forecast.durations import MAX_SAMPLES, DurationKey, Level
+from smq_lambda.forecast.durations import MAX_SAMPLES, Basis, DurationKey, Level, expected_duration
 from smq_lambda.ports import DurationStore
+from smq_lambda.service.duration_history import load_history
 
 from tests.support.fake_durations import InMemoryDurationStore
 
-FAMILY = DurationKey(Level.FAMILY, "arn:aws:iam::123456789012:user/alice#resnet")
+ALICE = "arn:aws:iam::123456789012:user/alice"
+FAMILY = DurationKey(Level.FAMILY, f"{ALICE}#resnet")
 POOL = DurationKey(Level.POOL, "ml.p5.48xlarge")
 
 
@@ -94,3 +99,33 @@ def test_a_throttled_table_is_service_unavailable(dynamodb_client: Any, code: st
         stubber.add_client_error("get_item", service_error_code=code, http_status_code=400)
         with pytest.raises(ServiceUnavailable):
             store.add(FAMILY, "job-1", 60)
+
+
+def test_durations_an_earlier_release_kept_under_a_spot_pool_still_read(dynamodb_client: Any, table: str) -> None:
+    """The previous release learned a spot job's duration under the pool it held, `<type>:spot`; the
+    items it wrote (this layout) count for every job of the type now, kept per instance type."""
+    for level, key in (("pool", "ml.p5.48xlarge:spot"), ("owner-pool", f"{ALICE}#ml.p5.48xlarge:spot")):
+        dynamodb_client.put_item(
+            TableName=table,
+            Item={
+                "name": {"S": f"#durations#{level}#{key}"},
+                "seconds": {"L": [{"N": "600.000"}, {"N": "700.000"}, {"N": "800.000"}]},
+                "counted": {"L": [{"S": "id-1"}, {"S": "id-2"}, {"S": "id-3"}]},
+                "version": {"N": "3"},
+            },
+        )
+    store = DynamoDurationStore(table, dynamodb_client)
+    waiting = Job(
+        name="resnet-7",
+        job_id="id-7",
+        state=JobState.PENDING,
+        priority=0,
+        submitted_at=datetime(2026, 11, 26, tzinfo=UTC),
+        demand={"ml.p5.48xlarge": 1},
+        owner=ALICE,
+        max_runtime_s=3600,
+    )
+
+    band = expected_duration(waiting, load_history(store, [waiting]))
+
+    assert (band.basis, band.likely_s, band.samples) == (Basis.OWNER_POOL, 700.0, 3)

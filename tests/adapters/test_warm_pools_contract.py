@@ -3,6 +3,7 @@ Duplicated and reordered reports change nothing wrongly; each ended warm pool co
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,3 +60,16 @@ def test_a_released_warm_pool_is_held_until_it_ends(store: WarmPoolStore) -> Non
     assert store.release("job-abc-1") is False
     assert [pool.released for pool in store.available(NOW)] == [True]
     assert store.release("unknown") is False
+
+
+def test_every_live_warm_pool_is_counted_however_many_there_are(store: WarmPoolStore) -> None:
+    """Past the 100 keys of one batch read too: a warm pool left uncounted holds instances the
+    passes would hand out again (150 one-instance warm pools in a pool of 200 leave room for 50)."""
+    names = [f"job-{number:03d}-1" for number in range(150)]
+    for name in names:
+        assert store.record(replace(warm(name), count=1))
+
+    held = store.available(NOW)
+
+    assert sorted(pool.training_job_name for pool in held) == names
+    assert sum(pool.count for pool in held) == 150

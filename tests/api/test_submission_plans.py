@@ -4,7 +4,8 @@ configuration does not name is refused, and the request sent to SageMaker carrie
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,9 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job
 
 from tests.api.builders import ALICE, G5, P5, POOLS, training_request
+from tests.api.gateway import ApiGateway
+from tests.api.refusals import assert_refused_and_nothing_written
+from tests.support.fakes import FakeClock, FakeConfigSource, RecordingTrigger
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-reserved"
@@ -109,3 +113,144 @@ def test_what_no_configured_plan_can_run_is_refused_naming_the_field(request_: A
     error = refusal(request_)
     assert error.field == field
     assert words in str(error)
+
+
+def flexible_on(arn: str) -> dict[str, Any]:
+    """A flexible request that names a plan for the whole job (`ResourceConfig.TrainingPlanArn`)."""
+    request = preferring({"InstanceType": P5, "InstanceCount": 1}, {"InstanceType": G5, "InstanceCount": 4})
+    request["ResourceConfig"]["TrainingPlanArn"] = arn
+    return request
+
+
+def tagged_on(arn: str) -> dict[str, Any]:
+    """An SDK v2 estimator's request (one type and count) with the preferences tag and a job-level plan."""
+    request = pinned_on(arn, instance_type=P5, instances=1)
+    request["Tags"].append({"Key": "smq:instance-preferences", "Value": f"{P5}:1,{G5}:4"})
+    return request
+
+
+@pytest.mark.parametrize("request_", [flexible_on(ARN), tagged_on(ARN)], ids=["InstancePreferences", "the tag"])
+def test_a_flexible_request_naming_a_plan_for_the_whole_job_is_refused(request_: Any) -> None:
+    error = refusal(request_)
+
+    assert error.field == "ResourceConfig.TrainingPlanArn"
+    assert str(error) == (
+        "ResourceConfig.TrainingPlanArn cannot be given with instance preferences "
+        "(ResourceConfig.InstancePreferences or the smq:instance-preferences tag): a flexible job names a training "
+        "plan per preference, so list the preferences in ResourceConfig.InstancePreferences and name training plan "
+        "p5-reserved in the TrainingPlanArns of its ml.p5.48xlarge preference"
+    )
+
+
+@pytest.mark.parametrize(
+    "request_", [flexible_on(OTHER_ARN), tagged_on(OTHER_ARN)], ids=["InstancePreferences", "the tag"]
+)
+def test_a_flexible_request_naming_no_configured_plan_is_refused_as_a_pinned_one_is(request_: Any) -> None:
+    error = refusal(request_)
+    pinned = refusal(pinned_on(OTHER_ARN))
+
+    assert (error.field, str(error)) == (pinned.field, str(pinned))
+
+
+EXPIRED = TrainingPlan(
+    "p5-expired",
+    "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-expired",
+    P5,
+    4,
+    (
+        PlanWindow(datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 1, 8, tzinfo=UTC)),
+        PlanWindow(datetime(2025, 2, 1, tzinfo=UTC), datetime(2025, 2, 8, tzinfo=UTC)),
+    ),
+)
+CLOSING = TrainingPlan(
+    "p5-closing",
+    "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-closing",
+    P5,
+    4,
+    (PlanWindow(NOW.replace(hour=0), NOW.replace(hour=9, minute=10)),),
+)
+"""Its only window ends 10 minutes after NOW, inside its 15-minute stop margin: it takes no start."""
+LATER = TrainingPlan(
+    "p5-later",
+    "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-later",
+    P5,
+    4,
+    (PlanWindow(NOW.replace(month=4), NOW.replace(month=5)),),
+)
+DATED = SchedulerConfig(
+    pools={**POOLS, **plan_pools({plan.name: plan for plan in (EXPIRED, CLOSING, LATER)})},
+    training_plans={plan.name: plan for plan in (EXPIRED, CLOSING, LATER)},
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "field", "message"),
+    [
+        (
+            pinned_on(EXPIRED.arn),
+            "ResourceConfig.TrainingPlanArn",
+            (
+                "ResourceConfig.TrainingPlanArn: training plan p5-expired has no window left (its last, "
+                "2025-02-01T00:00:00Z to 2025-02-08T00:00:00Z, took its last start at 2025-02-07T23:45:00Z, "
+                "900 s before its end), so the job could never start there"
+            ),
+        ),
+        (
+            preferring({"InstanceType": P5, "InstanceCount": 1, "TrainingPlanArns": [EXPIRED.arn]}, {"InstanceType": G5, "InstanceCount": 1}),
+            "ResourceConfig.InstancePreferences[0].TrainingPlanArns[0]",
+            "ResourceConfig.InstancePreferences[0].TrainingPlanArns[0]: training plan p5-expired has no window left",
+        ),
+        (
+            pinned_on(CLOSING.arn),
+            "ResourceConfig.TrainingPlanArn",
+            (
+                "ResourceConfig.TrainingPlanArn: training plan p5-closing has no window left (its last, "
+                "2025-03-01T00:00:00Z to 2025-03-01T09:10:00Z, took its last start at 2025-03-01T08:55:00Z, "
+                "900 s before its end), so the job could never start there"
+            ),
+        ),
+    ],
+    ids=["pinned, its windows past", "a preference, its windows past", "its last window inside the stop margin"],
+)  # fmt: skip
+def test_a_job_on_a_plan_with_no_window_left_is_refused_naming_the_plan_and_its_last_window(
+    request_: Any, field: str, message: str
+) -> None:
+    error = refusal(request_, DATED)
+
+    assert error.field == field
+    assert str(error).startswith(message)
+
+
+def test_a_job_on_a_plan_whose_window_opens_later_is_queued() -> None:
+    assert dict(submit(pinned_on(LATER.arn), DATED).demand) == {"plan:p5-later": 2}
+
+
+@pytest.fixture
+def config() -> FakeConfigSource:
+    """The API's configuration: CONFIG's plan p5-reserved, and EXPIRED, whose windows ended before the API's clock."""
+    source = FakeConfigSource()
+    plans = {plan.name: plan for plan in (PLAN, EXPIRED)}
+    source.config = SchedulerConfig(pools={**POOLS, **plan_pools(plans)}, training_plans=plans)
+    return source
+
+
+@pytest.mark.parametrize(
+    ("request_body", "field", "rule"),
+    [
+        (flexible_on(ARN), "ResourceConfig.TrainingPlanArn", "cannot be given with instance preferences"),
+        (tagged_on(ARN), "ResourceConfig.TrainingPlanArn", "cannot be given with instance preferences"),
+        (pinned_on(EXPIRED.arn), "ResourceConfig.TrainingPlanArn", "training plan p5-expired has no window left"),
+    ],
+    ids=["a plan for a flexible job", "a plan for a tagged flexible job", "a plan with no window left"],
+)
+def test_the_api_refuses_them_with_a_400_and_writes_nothing(
+    api: ApiGateway,
+    dump_table: Callable[[], list[dict[str, Any]]],
+    trigger: RecordingTrigger,
+    clock: FakeClock,
+    request_body: dict[str, Any],
+    field: str,
+    rule: str,
+) -> None:
+    clock.advance(EXPIRED.windows[-1].end + timedelta(days=1) - clock())
+    assert_refused_and_nothing_written(api, dump_table, trigger, request_body, field, rule)

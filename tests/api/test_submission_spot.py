@@ -4,17 +4,21 @@ options for the pass."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
+from smq_lambda.domain.spot_document import AdaptiveSpot, SpotSection
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job
 
 from tests.api.builders import ALICE, G5, P5, POOLS, training_request
+from tests.api.gateway import ApiGateway
+from tests.api.refusals import assert_refused_and_nothing_written
+from tests.support.fakes import FakeConfigSource, RecordingTrigger
 
 NOW = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -66,7 +70,19 @@ ACCEPTED = [
     ),
     ("flexible spot, its first preference fits its spot pool", preferring((G5, 6), (P5, 4)), with_spot()),
     ("no spot section: spot counts in the type's pool", sized(4), SchedulerConfig(pools=POOLS)),
+    (
+        "spot, larger than the spot pool, fits on demand after a wait beside the adaptive rule",
+        sized(2),
+        SchedulerConfig(
+            pools={G5: 2, spot_pool(G5): 1},
+            spot=SpotSection(pools={G5: 1}, on_demand_after_s=600, adaptive=AdaptiveSpot(0.5)),
+        ),
+    ),
 ]
+ADAPTIVE_ONLY = SchedulerConfig(
+    pools={G5: 2, spot_pool(G5): 1, P5: 2}, spot=SpotSection(pools={G5: 1}, adaptive=AdaptiveSpot(0.5))
+)
+"""G5: 2 on demand and 1 on spot; spot jobs go on demand only while G5 is interrupted often."""
 REFUSED = [
     ("on demand, larger than the on-demand pool", sized(6, spot=False), with_spot(), "that pool holds only 2"),
     (
@@ -92,6 +108,37 @@ REFUSED = [
         sized(3, instance_type=P5),
         with_spot(),
         "that pool holds only 2",
+    ),
+    (
+        "spot the queue never places on demand, which the on-demand pool could hold",
+        sized(2),
+        SchedulerConfig(pools={G5: 2, spot_pool(G5): 1}, spot=SpotSection(pools={G5: 1})),
+        (
+            "the on-demand pool ml.g5.xlarge holds 2, but the queue never places a spot job there "
+            "(spot.on_demand_after_s is not set): submit the job on demand (EnableManagedSpotTraining false) to run there"
+        ),
+    ),
+    (
+        "spot the queue places on demand only while its type is interrupted often",
+        sized(2),
+        ADAPTIVE_ONLY,
+        (
+            "ResourceConfig.InstanceCount: the job needs 2 x ml.g5.xlarge but its pool ml.g5.xlarge:spot holds only 1, "
+            "so it could never start (a job larger than its pool is refused); the on-demand pool ml.g5.xlarge holds 2, "
+            "but the queue places a spot job there only while the type's spot interruption rate is above "
+            "spot.adaptive.max_interruptions_per_hour (spot.on_demand_after_s is not set): submit the job on demand "
+            "(EnableManagedSpotTraining false) to run there"
+        ),
+    ),
+    (
+        "flexible spot, no preference fits its spot pool, on demand only while interrupted often",
+        preferring((G5, 2), (P5, 3)),
+        ADAPTIVE_ONLY,
+        (
+            "ResourceConfig.InstancePreferences[0].InstanceCount: 2 x ml.g5.xlarge is too many: its pool "
+            "ml.g5.xlarge:spot holds only 1; the on-demand pool ml.g5.xlarge holds 2, but the queue places a spot job "
+            "there only while"
+        ),
     ),
     (
         "flexible spot only, no preference fits",
@@ -137,3 +184,21 @@ def test_the_spot_only_tag_is_true_or_refused(value: str) -> None:
         submit(spot_request(**{"smq:spot-only": value}))
     assert refused.value.field == "Tags[smq:spot-only]"
     assert "must be 'true'" in str(refused.value)
+
+
+@pytest.fixture
+def config() -> FakeConfigSource:
+    """The API's configuration: ADAPTIVE_ONLY."""
+    source = FakeConfigSource()
+    source.config = ADAPTIVE_ONLY
+    return source
+
+
+def test_the_api_refuses_a_spot_job_no_reachable_pool_holds_with_a_400_and_writes_nothing(
+    api: ApiGateway, dump_table: Callable[[], list[dict[str, Any]]], trigger: RecordingTrigger
+) -> None:
+    request = sized(2)
+    request["TrainingJobName"] = "spot-job"
+    assert_refused_and_nothing_written(
+        api, dump_table, trigger, request, "ResourceConfig.InstanceCount", "the on-demand pool ml.g5.xlarge holds 2"
+    )

@@ -235,6 +235,37 @@ def test_pages_are_followed_in_order(front: ApiFront, stub: StubHandler) -> None
     assert stub.events[1]["queryStringParameters"] == {"state": "all", "next_token": "t1"}
 
 
+def test_attempts_are_gathered_from_every_page_in_order_of_start(front: ApiFront, stub: StubHandler) -> None:
+    """Each page is in order of start, not the pages together; an attempt a changing queue moved
+    from one page to the next is kept once."""
+
+    def row(name: str, number: int, started_at: str) -> dict[str, Any]:
+        return {"name": name, "job_id": f"id-{name}", "number": number, "started_at": started_at}
+
+    late, early, again = (
+        row("b", 1, "2026-11-26T09:30:00.000Z"),
+        row("a", 1, "2026-11-26T09:00:00.000Z"),
+        row("a", 2, "2026-11-26T09:45:00.000Z"),
+    )
+    pages = iter(
+        [
+            {"attempts": [late, again], "from": "2026-11-26T08:00:00.000Z", "to": None, "next_token": "t1"},
+            {"attempts": [early, again], "from": "2026-11-26T08:00:00.000Z", "to": None, "next_token": None},
+        ]
+    )
+
+    def answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        stub.events.append(event)
+        return {"statusCode": 200, "body": json.dumps(next(pages))}
+
+    with ApiFront(answer) as paging:
+        timeline = SmqApiClient(paging.url).list_attempts("2026-11-26T08:00:00Z")
+
+    assert timeline == {"attempts": [early, late, again], "from": "2026-11-26T08:00:00.000Z", "to": None}
+    assert stub.events[0]["queryStringParameters"] == {"from": "2026-11-26T08:00:00Z"}
+    assert stub.events[1]["queryStringParameters"] == {"from": "2026-11-26T08:00:00Z", "next_token": "t1"}
+
+
 def test_an_unreachable_api_is_one_clear_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from smq.cli import main as cli
 from smq.follow import queue_changes
-from smq.formatting import costs_table, describe_text
+from smq.formatting import costs_table, describe_text, short_owner
 from smq.jobs import estimated_cost_text, queued_message, usd_text
 from smq.queue import TrainingQueue
 from smq_lambda.domain.costs import AttemptCost
@@ -167,6 +167,24 @@ def test_smq_costs_json_is_the_api_answer(spending: QueueWorld, capsys: pytest.C
     assert answer == TrainingQueue(api_url=spending.url).costs(by="owner")
     assert answer["by"] == "owner"
     assert [group["group"] for group in answer["groups"]] == [spending.job("running").owner], "its own row only"
+
+
+def test_smq_costs_by_owner_adds_up_to_the_teams_total_and_says_what_the_caller_may_not_see(
+    spending: QueueWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Alice's ended attempt counts in her team's spend; the caller, who runs a job of the team,
+    may not see Alice's row: it is summed with every other owner's, and the text says so."""
+    capsys.readouterr()
+    _, by_team, _ = run(capsys, "--api-url", spending.url, "costs", "--since", "7d")
+
+    code, out, err = run(capsys, "--api-url", spending.url, "costs", "--by", "owner", "--since", "7d")
+
+    assert (code, err) == (0, "")
+    table, _, footer = out.partition("\n\n")
+    by_owner = rows(table)
+    assert [row[0] for row in by_owner] == ["(other owners)", short_owner(spending.job("running").owner), "Total"]
+    assert by_owner[-1] == rows(by_team.partition("\n\n")[0])[-1]
+    assert "(other owners): the owners whose jobs you may not change, summed" in footer
 
 
 def test_smq_costs_refusal_names_the_parameter(world: QueueWorld, capsys: pytest.CaptureFixture[str]) -> None:

@@ -86,6 +86,18 @@ def test_describe_says_when_it_cannot_tell() -> None:
     ) in text.splitlines()
 
 
+def test_describe_says_a_job_held_by_its_budget_starts_when_the_budget_allows() -> None:
+    why = (
+        "when team vision's hold budget allows it: after the budget resets on 2024-06-01 00:00 UTC, "
+        "or when the budget is raised"
+    )
+    described = job("held", "pending", 5, position=1, estimated_start=estimate(None, why))
+
+    text = describe_text(described, NOW)
+
+    assert f"Estimated start: {why}" in text.splitlines()
+
+
 @pytest.mark.parametrize("state", ["running", "pending"])
 def test_describe_shows_no_estimate_when_there_is_none(state: str) -> None:
     assert "Estimated start" not in describe_text(job("a", state, 0, position=1), NOW)

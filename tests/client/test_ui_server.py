@@ -1,12 +1,14 @@
 """`smq ui`'s local server without a browser: it listens on 127.0.0.1 only, refuses other Host
-headers (DNS rebinding), lets a state-changing request through only with this session's token and
-its own Origin (CSRF), and forwards each call to the API signed with the user's credentials, the
+headers (DNS rebinding), serves nothing but the address it printed to a caller without its session
+cookie (another local user), lets a state-changing request through only with the page's action token
+and its own Origin (CSRF), and forwards each call to the API signed with the user's credentials, the
 API's refusals passed back as they are."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,11 +75,20 @@ def ui(upstream: Upstream) -> Iterator[UiServer]:
 
 
 def call(
-    ui: UiServer, method: str, path: str, *, headers: dict[str, str] | None = None, body: Any = None
+    ui: UiServer,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+    signed_in: bool = True,
 ) -> tuple[int, Any, dict[str, str]]:
+    """One request as the browser sends it once the printed address has set the cookie (`signed_in`)."""
     host, port = ui.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
     sent = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+    if signed_in:
+        sent.setdefault("Cookie", f"{ui.guard.cookie_name}={ui.guard.token}")
     data = None if body is None else json.dumps(body).encode()
     if data is not None:
         sent["Content-Type"] = "application/json"
@@ -99,18 +110,21 @@ def call(
 
 def own(ui: UiServer) -> dict[str, str]:
     """What the page served here sends with an action."""
-    return {"Origin": f"http://127.0.0.1:{ui.guard.port}", TOKEN_HEADER: ui.guard.token}
+    return {"Origin": f"http://127.0.0.1:{ui.guard.port}", TOKEN_HEADER: ui.guard.action_token}
 
 
 def test_listens_on_the_loopback_address_only(ui: UiServer) -> None:
     assert ui.address[0] == "127.0.0.1"
-    assert ui.url == f"http://127.0.0.1:{ui.guard.port}/"
+    assert ui.url == f"http://127.0.0.1:{ui.guard.port}/?token={ui.guard.token}"
 
 
-def test_the_page_carries_this_sessions_token_and_forbids_other_scripts(ui: UiServer) -> None:
+def test_the_page_carries_the_action_token_but_not_the_session_cookies_and_forbids_other_scripts(
+    ui: UiServer,
+) -> None:
     status, page, headers = call(ui, "GET", "/")
     assert status == 200
-    assert f'content="{ui.guard.token}"' in page
+    assert f'content="{ui.guard.action_token}"' in page
+    assert ui.guard.token not in page
     assert "script-src 'self'" in headers["content-security-policy"]
     assert headers["x-frame-options"] == "DENY"
     assert call(ui, "GET", "/static/app.js")[0] == 200
@@ -141,6 +155,7 @@ def test_localhost_is_this_server_too(ui: UiServer) -> None:
         ({"Origin": "OWN"}, TOKEN_HEADER),
         ({"Origin": "OWN", TOKEN_HEADER: "guessed"}, TOKEN_HEADER),
         ({"Origin": "https://evil.example", TOKEN_HEADER: "TOKEN"}, "Origin"),
+        ({"Origin": "OWN", TOKEN_HEADER: "SESSION"}, TOKEN_HEADER),
     ],
 )
 @pytest.mark.parametrize(("method", "body"), [("DELETE", None), ("PATCH", {"priority": 5})])
@@ -149,7 +164,9 @@ def test_an_action_without_the_token_or_from_another_origin_is_refused(
 ) -> None:
     own_headers = own(ui)
     sent = {
-        name: own_headers["Origin"] if value == "OWN" else ui.guard.token if value == "TOKEN" else value
+        name: {"OWN": own_headers["Origin"], "TOKEN": ui.guard.action_token, "SESSION": ui.guard.token}.get(
+            value, value
+        )
         for name, value in headers.items()
     }
     status, answer, _ = call(ui, method, "/api/jobs/j", headers=sent, body=body)
@@ -172,7 +189,7 @@ def test_actions_are_forwarded_signed_with_the_users_own_credentials(ui: UiServe
         assert TOKEN_HEADER not in request["headers"]
 
 
-def test_reads_need_no_token_and_go_to_the_api(ui: UiServer, upstream: Upstream) -> None:
+def test_reads_need_no_action_token_and_go_to_the_api(ui: UiServer, upstream: Upstream) -> None:
     upstream.answers[("GET", "/attempts")] = (200, {"attempts": [], "from": "x", "to": None})
     status, body, _ = call(ui, "GET", "/api/attempts?from=2026-11-26T09:00:00Z")
     assert (status, body["attempts"]) == (200, [])
@@ -201,9 +218,107 @@ def test_a_bad_priority_is_refused_here(ui: UiServer, upstream: Upstream) -> Non
     assert upstream.requests == []
 
 
-def test_each_session_has_its_own_unguessable_token() -> None:
-    assert UiGuard(8789).token != UiGuard(8789).token
-    assert len(UiGuard(8789).token) >= 40
+def test_each_session_has_its_own_unguessable_tokens() -> None:
+    first, second = UiGuard(8789), UiGuard(8789)
+    assert len({first.token, second.token, first.action_token, second.action_token}) == 4
+    assert min(len(first.token), len(first.action_token)) >= 40
+    assert UiGuard(8790).cookie_name != first.cookie_name  # cookies are not kept apart by port
+
+
+def test_the_page_without_the_printed_address_is_refused_and_shows_no_token(ui: UiServer) -> None:
+    for path in ("/", "/index.html", "/static/app.js", "/static/style.css", "/nowhere"):
+        status, body, headers = call(ui, "GET", path, signed_in=False)
+        assert status == 403, path
+        assert headers["content-type"] == "text/plain; charset=utf-8"
+        assert "open the address `smq ui` printed" in body
+        assert ui.guard.token not in body
+        assert ui.guard.action_token not in body
+        assert "set-cookie" not in headers
+
+
+def test_the_printed_address_sets_the_cookie_and_leads_to_the_page_without_the_token(ui: UiServer) -> None:
+    status, body, headers = call(ui, "GET", ui.url.removeprefix(f"http://127.0.0.1:{ui.guard.port}"), signed_in=False)
+    assert status == 303
+    assert headers["location"] == "/"
+    assert ui.guard.token not in body
+    cookie, *attributes = (part.strip() for part in headers["set-cookie"].split(";"))
+    assert cookie == f"{ui.guard.cookie_name}={ui.guard.token}"
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
+    status, page, _ = call(ui, "GET", "/", headers={"Cookie": f"other=1; {cookie}"}, signed_in=False)
+    assert status == 200
+    assert f'content="{ui.guard.action_token}"' in page
+
+
+def test_the_redirect_keeps_the_rest_of_the_address(ui: UiServer) -> None:
+    status, _, headers = call(ui, "GET", f"/index.html?view=queue&token={ui.guard.token}", signed_in=False)
+    assert (status, headers["location"]) == (303, "/index.html?view=queue")
+
+
+@pytest.mark.parametrize(
+    ("path", "cookie"),
+    [
+        ("/?token=guessed", None),
+        ("/?token=", None),
+        ("/?token=%C3%A9t%C3%A9", None),
+        ("/", "WRONG=TOKEN"),
+        ("/", "NAME=guessed"),
+        ("/", "NAME="),
+        ("/", "NAME=ACTION"),
+        ("/", "garbage;;=; NAME"),
+        ("/static/app.js", "NAME=guessed"),
+        ("/api/jobs", "NAME=guessed"),
+    ],
+)
+def test_a_wrong_token_is_refused(ui: UiServer, upstream: Upstream, path: str, cookie: str | None) -> None:
+    headers = {}
+    if cookie is not None:
+        names = {"NAME": ui.guard.cookie_name, "WRONG": "smq-ui-1", "TOKEN": ui.guard.token}
+        names["ACTION"] = ui.guard.action_token
+        headers["Cookie"] = "".join(names.get(part, part) for part in re.split(r"(\W)", cookie))
+    status, body, response_headers = call(ui, "GET", path, headers=headers, signed_in=False)
+    assert status == 403
+    assert "set-cookie" not in response_headers
+    assert ui.guard.token not in str(body)
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/api/jobs", None),
+        ("GET", "/api/pools", None),
+        ("GET", "/api/quotas", None),
+        ("GET", "/api/attempts?from=2026-11-26T09:00:00Z", None),
+        ("GET", "/api/jobs/j?include=request", None),
+        ("GET", "/api/logs/j", None),
+        ("DELETE", "/api/jobs/j", None),
+        ("PATCH", "/api/jobs/j", {"priority": 9}),
+    ],
+)
+def test_the_api_without_the_cookie_is_refused_and_nothing_is_forwarded(
+    ui: UiServer, upstream: Upstream, method: str, path: str, body: Any
+) -> None:
+    for query_token in ("", f"{'&' if '?' in path else '?'}token={ui.guard.token}"):
+        status, answer, _ = call(ui, method, path + query_token, headers=own(ui), body=body, signed_in=False)
+        assert status == 403
+        assert "open the address `smq ui` printed" in answer["message"]
+        assert ui.guard.token not in answer["message"]
+    assert upstream.requests == []
+
+
+def test_smq_ui_prints_the_address_that_signs_in(
+    upstream: Upstream, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    printed: list[UiServer] = []
+
+    def stop_at_once(server: UiServer) -> None:
+        printed.append(server)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(UiServer, "serve_forever", stop_at_once)
+    assert main(["ui", "--api-url", upstream.url, "--region", "us-east-1", "--port", "0"]) == 0
+    address = f"http://127.0.0.1:{printed[0].guard.port}/?token={printed[0].guard.token}"
+    assert f"\nsmq ui: open {address} (signs calls to " in "\n" + capsys.readouterr().out
 
 
 def test_smq_ui_says_when_its_port_is_taken(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.config_document import ConfigDocumentError, parse_config_document
+from smq_lambda.domain.config_document import ConfigDocumentError, ConfigWarning, parse_config_document
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
@@ -101,3 +101,38 @@ def test_a_malformed_cost_section_is_refused_naming_the_key(value: dict[str, Any
 
     assert raised.value.path == path
     assert complaint in raised.value.problem
+
+
+QUOTAS = {"vision": {"instances": {P5: 4}}, "nlp": {"instances": {P5: 2}}}
+
+
+def test_with_quotas_a_budget_for_a_team_no_job_can_name_is_kept_and_warned_of() -> None:
+    parsed = parse_config_document(
+        document(
+            quotas=QUOTAS, budgets={"visoin": {"monthly_usd": 100, "action": "hold"}, "vision": {"monthly_usd": 5}}
+        ),
+        source="doc",
+    )
+
+    assert set(parsed.budgets) == {"visoin", "vision"}
+    assert parsed.warnings == (
+        ConfigWarning(
+            "budgets.visoin",
+            "'visoin' is not a configured team: with quotas, a job's team tag must name one of 'nlp', 'vision', so no "
+            "new job counts against this budget (only jobs queued while 'visoin' was a team do)",
+        ),
+    )
+    assert str(parsed.warnings[0]).startswith("budgets.visoin: 'visoin' is not a configured team")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        document(budgets={"anyone": {"monthly_usd": 100}}),
+        document(quotas=QUOTAS, budgets={"nlp": {"monthly_usd": 100}}),
+        {G5: 2},
+    ],
+    ids=["no quotas: any team tag value is a team", "a configured team", "the flat form"],
+)
+def test_a_budget_any_job_can_count_against_is_not_warned_of(value: dict[str, Any]) -> None:
+    assert parse_config_document(value, source="doc").warnings == ()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.cost_totals import UNTAGGED, CostFigures, cost_groups
+from smq_lambda.domain.cost_totals import MAX_TAG_GROUP_BYTES, UNTAGGED, CostFigures, cost_groups, tag_group
 from smq_lambda.domain.costs import attempt_cost
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.outcomes import AttemptOutcome
@@ -147,9 +147,29 @@ def test_summing_in_any_order_gives_the_same_counts(parts: list[CostFigures]) ->
         ),
         (a_job(tags={"project": "vit"}), ("stage",), {"team": "vision", "owner": "alice", "tag:stage": UNTAGGED}),
         (a_job(tags={"stage": ""}), ("stage",), {"team": "vision", "owner": "alice", "tag:stage": UNTAGGED}),
+        (
+            a_job(tags={"run": "r" * 256}),
+            ("run",),
+            {"team": "vision", "owner": "alice", "tag:run": "r" * (MAX_TAG_GROUP_BYTES - 3) + "…"},
+        ),
+        (
+            a_job(tags={"run": "r" * MAX_TAG_GROUP_BYTES}),
+            ("run",),
+            {"team": "vision", "owner": "alice", "tag:run": "r" * MAX_TAG_GROUP_BYTES},
+        ),
     ],
 )
 def test_a_jobs_groups_are_its_team_owner_and_configured_tags(
     job: Job, cost_tags: tuple[str, ...], expected: dict[str, str]
 ) -> None:
     assert cost_groups(job, cost_tags) == expected
+
+
+@pytest.mark.parametrize("value", ["r" * 256, "価" * 256, "😀" * 256, "a" + "価" * 100, "(untagged)"])
+def test_a_tag_group_is_cut_between_characters_to_its_bytes_and_cutting_again_changes_nothing(value: str) -> None:
+    """Bytes, not characters, are what a DynamoDB item holds: 256 letters of 4 bytes are 1 KB."""
+    group = tag_group(value)
+
+    assert len(group.encode()) <= MAX_TAG_GROUP_BYTES
+    assert value.startswith(group.removesuffix("…"))
+    assert tag_group(group) == group

@@ -1,8 +1,9 @@
 """`smq ui` in a real browser: the operating system's headless Chromium, driven by Playwright, against
 `smq local up --executor synthetic`. Two users, each with their own ui server signing as their own
-access key: submitted jobs appear in the queue table; a preemption shows on the timeline; the
-owner's cancel works and another user's is refused by the API. Each page's screenshot is written
-under the test's output directory."""
+access key, opened at the address it prints: submitted jobs appear in the queue table; a preemption
+shows on the timeline; the owner's cancel works and another user's is refused by the API; a browser
+that never opened that address is refused. Each page's screenshot is written under the test's output
+directory."""
 
 from __future__ import annotations
 
@@ -103,6 +104,8 @@ def test_the_queue_the_timeline_and_who_may_cancel(
     wait_for(admin, "urgent", {"running"}, timeout=60)
 
     page.goto(ui.url)
+    home = f"http://127.0.0.1:{ui.guard.port}/"
+    assert page.url == home
     table = page.get_by_role("table", name="Queue")
     for name in ("alice-first", "alice-second", "bob-waits", "urgent"):
         sync_api.expect(table.get_by_role("link", name=name, exact=True)).to_be_visible()
@@ -120,7 +123,7 @@ def test_the_queue_the_timeline_and_who_may_cancel(
     sync_api.expect(page.get_by_role("table", name="Pools").get_by_role("cell", name="ml.m5.xlarge")).to_be_visible()
     screenshot(page, tmp_path, "pools")
 
-    page.goto(ui.url + "#/job/bob-waits")
+    page.goto(home + "#/job/bob-waits")
     page.get_by_text("The CreateTrainingJob request").focus()
     page.keyboard.press("Enter")
     sync_api.expect(page.locator("#request pre")).to_contain_text(
@@ -132,7 +135,7 @@ def test_the_queue_the_timeline_and_who_may_cancel(
     assert bob.get_job("bob-waits")["state"] not in {"cancelled", "stopping"}
     screenshot(page, tmp_path, "job-refused")
 
-    page.goto(ui.url + "#/job/alice-first")
+    page.goto(home + "#/job/alice-first")
     sync_api.expect(page.get_by_role("heading", name="Job alice-first")).to_be_visible()
     page.get_by_text("The CreateTrainingJob request").focus()
     page.keyboard.press("Enter")
@@ -145,3 +148,16 @@ def test_the_queue_the_timeline_and_who_may_cancel(
     sync_api.expect(page.locator("#action-result")).to_contain_text("Done")
     assert wait_for(alice_client, "alice-first", {"cancelled"}, timeout=60)["state"] == "cancelled"
     screenshot(page, tmp_path, "job")
+
+
+def test_a_browser_that_never_opened_the_printed_address_is_refused(
+    alice: tuple[SmqApiClient, UiServer], page: Any
+) -> None:
+    _, ui = alice
+    home = f"http://127.0.0.1:{ui.guard.port}/"
+    for address in (home, home + "api/jobs", home + "?token=guessed"):
+        response = page.goto(address)
+        assert response.status == 403
+        assert ui.guard.token not in response.text()
+        assert "open the address `smq ui` printed" in response.text()
+    assert page.context.cookies() == []

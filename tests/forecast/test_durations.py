@@ -11,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.purchase import Purchase, spot_pool
 from smq_lambda.domain.states import JobState
 from smq_lambda.forecast.durations import (
     BAND_PERCENTILES,
@@ -24,6 +26,7 @@ from smq_lambda.forecast.durations import (
     DurationSummary,
     Level,
     completed_duration,
+    earlier_keys,
     expected_duration,
     family_of,
     family_of_name,
@@ -83,6 +86,42 @@ def test_keys_go_from_the_most_specific_to_the_pool() -> None:
         DurationKey(Level.OWNER_POOL, f"{ALICE}#{P5}"),
         DurationKey(Level.POOL, P5),
     )
+
+
+SPOT_P5 = spot_pool(P5)
+
+
+def completed_spot(name: str = "resnet-6") -> Job:
+    """A spot job that completed in its type's spot pool: the pool it held is `<type>:spot`."""
+    on_spot = Placement(P5, 1, pool=SPOT_P5, spot=True)
+    ran = Attempt(
+        1, f"{name}-x-1", T0, ended_at=T0 + timedelta(hours=1), outcome=AttemptOutcome.COMPLETED, placement=on_spot
+    )
+    return replace(job(name), state=JobState.COMPLETED, demand={SPOT_P5: 1}, attempts=(ran,), purchase=Purchase.SPOT)
+
+
+def test_a_spot_job_is_learned_and_looked_up_under_its_instance_type() -> None:
+    """What a completed spot job teaches is read for the next one, still waiting (listed under its
+    type), and for an on-demand job of the type: the owner's and everyone's level are per type."""
+    waiting = replace(job("resnet-7"), purchase=Purchase.SPOT)
+
+    assert keys_for(completed_spot()) == keys_for(waiting) == keys_for(job("resnet-7"))
+    assert keys_for(waiting)[1:] == (DurationKey(Level.OWNER_POOL, f"{ALICE}#{P5}"), DurationKey(Level.POOL, P5))
+
+
+def test_what_an_earlier_release_learned_under_a_spot_pool_still_counts_as_older_durations() -> None:
+    """The previous release kept a spot job's durations under its spot pool: they are read with the
+    type's, before its own (newest last), so the type's own replace them as it fills."""
+    earlier = DurationHistory(
+        {
+            DurationKey(Level.POOL, SPOT_P5): summary(1000, 2000),
+            DurationKey(Level.POOL, P5): summary(3000),
+        }
+    )
+    stranger = replace(job("other-1", max_runtime_s=9000), owner="bob")
+
+    assert expected_duration(stranger, earlier) == DurationBand(1100, 2000, 2900, Basis.POOL, 3)
+    assert DurationKey(Level.POOL, SPOT_P5) in earlier_keys(stranger)
 
 
 def summary(*seconds: float) -> DurationSummary:

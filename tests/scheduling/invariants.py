@@ -1,8 +1,9 @@
 """What must hold after any pass, checked from the outside with plain arithmetic.
 
 Shared by the property tests (random snapshots) and the simulation test (every pass of a run).
-The checker does not use the scheduler's own ledger or preemption code, so a bug there cannot hide
-itself.
+It runs the product's own invariant checker first (the one the simulator and the deployed pass
+run), then the ordering and preemption rules below. Neither uses the scheduler's own ledger or
+preemption code, so a bug there cannot hide itself.
 
 `check_queue_against_sagemaker` compares the queue table with SageMaker's training jobs: it is shared
 by the tests that drive the whole service (concurrent passes, injected faults).
@@ -19,6 +20,7 @@ from typing import Any
 from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job, demand_of
 from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.invariants import check_pass as product_invariants
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 RECLAIMABLE = (JobState.STARTING, JobState.RUNNING)
@@ -30,11 +32,15 @@ class Violation(AssertionError):
 
 
 def check_pass(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
-    """Raise Violation naming the first broken rule."""
+    """Raise Violation naming the first broken rule: the product's invariants
+    (smq_lambda/scheduling/invariants.py: capacity, one placement, budgets, no idle wait), then the
+    ordering and preemption rules only these tests check."""
+    broken = product_invariants(snapshot, config, actions, now)
+    if broken:
+        raise Violation("; ".join(str(violation) for violation in broken))
     jobs = {job.name: job for job in snapshot.jobs}
     _one_action_per_job(actions)
     _actions_fit_states(jobs, actions, now)
-    _no_overcommit(snapshot, config, actions)
     _preemptions_allowed(jobs, actions)
     _preemptions_minimal(snapshot, config, actions, now)
     _strict_order(snapshot, config, actions, now)
@@ -75,20 +81,6 @@ def usage(jobs: Iterable[Job], external: Mapping[str, int]) -> tuple[Counter[str
         if job.state in RELEASING:
             releasing.update(job.demand)
     return used, releasing
-
-
-def _no_overcommit(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action]) -> None:
-    jobs = {job.name: job for job in snapshot.jobs}
-    used, _ = usage(snapshot.jobs, snapshot.external_usage)
-    touched: set[str] = set()
-    for action in actions:
-        if isinstance(action, StartJob):
-            used.update(jobs[action.job_name].demand)
-            touched.update(jobs[action.job_name].demand)
-    for pool in touched:
-        capacity = config.capacity(pool)
-        if capacity is not None and used[pool] > capacity:
-            raise Violation(f"{pool} over-committed: {used[pool]} > {capacity}")
 
 
 def _preemptions_allowed(jobs: Mapping[str, Job], actions: Sequence[Action]) -> None:

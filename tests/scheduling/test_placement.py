@@ -97,7 +97,7 @@ def test_a_preference_larger_than_its_pool_is_never_chosen() -> None:
 def test_a_job_whose_every_preference_is_too_large_is_explained_and_blocks_nothing() -> None:
     snapshot = queue().pending("flex", prefers=((P5, 3), (G5, 5))).pending("next", needs={P5: 1}).build()
     actions = decide(snapshot, NOW, pools(p5=2, g5=4))
-    assert starts(actions) == {"next": None}
+    assert starts(actions) == {"next": Placement(P5, 1)}
 
 
 def test_a_preference_behind_a_waiting_head_is_passed_over() -> None:
@@ -119,13 +119,13 @@ def test_a_live_flexible_job_holds_only_the_pool_it_was_placed_in() -> None:
         .pending("g5-job", needs={G5: 1})
         .build()
     )
-    assert starts(decide(snapshot, NOW, pools(p5=2, g5=4))) == {"p5-job": None}
+    assert starts(decide(snapshot, NOW, pools(p5=2, g5=4))) == {"p5-job": Placement(P5, 2)}
 
 
-def test_a_pinned_queue_decides_as_before() -> None:
+def test_a_pinned_job_starts_at_its_own_type_and_count() -> None:
     snapshot = queue().running("a", needs={P5: 1}).pending("b", needs={P5: 2}).pending("c", needs={G5: 1}).build()
     actions = decide(snapshot, NOW, pools(p5=2, g5=4))
-    assert all(action.placement is None for action in actions if isinstance(action, StartJob))
+    assert starts(actions) == {"c": Placement(G5, 1)}
 
 
 TYPES = (P5, G5, TRN)

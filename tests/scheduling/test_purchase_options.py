@@ -121,12 +121,20 @@ def test_heterogeneous_and_on_demand_jobs_pass_unchanged(purchase: Purchase) -> 
     assert offer(job, NOW, SpotSection(pools={G5: 4}, on_demand_after_s=0), {G5: 9.0}).job == job
 
 
-def test_without_a_spot_section_a_spot_job_decides_as_an_on_demand_one() -> None:
+def test_without_a_spot_section_a_spot_job_decides_as_an_on_demand_one_in_the_types_pool() -> None:
     snapshot = (
         queue().running("a", needs={G5: 3}).pending("b", needs={G5: 2}).pending("c", priority=3, needs={G5: 1}).build()
     )
     cfg = SchedulerConfig(pools={G5: 4})
-    assert decide(with_purchase(snapshot), NOW, cfg) == decide(snapshot, NOW, cfg)
+    as_spot, as_on_demand = decide(with_purchase(snapshot), NOW, cfg), decide(snapshot, NOW, cfg)
+    assert [_cold(action) for action in as_spot] == [_cold(action) for action in as_on_demand]
+    [start] = [action for action in as_spot if isinstance(action, StartJob)]
+    assert start.placement == Placement(G5, 1, spot=True)
+
+
+def _cold(action: object) -> object:
+    """`action` without its placement, when it is a start."""
+    return replace(action, placement=None) if isinstance(action, StartJob) else action
 
 
 job_spec = st.tuples(
@@ -171,13 +179,15 @@ def test_on_demand_only_when_a_condition_holds_and_no_pool_is_over_committed(
                 continue
             waited = after is not None and NOW - requeued_at(job) >= timedelta(seconds=after)
             interrupted_often = limit is not None and placement.instance_type == G5 and rate > limit
-            assert job.purchase.allows_on_demand and (waited or interrupted_often)
+            never_on_spot = after is not None and placement.instance_type == G5 and placement.count > spot
+            assert job.purchase.allows_on_demand and (waited or interrupted_often or never_on_spot)
         snapshot = apply(snapshot, actions, NOW)
         held: Counter[str] = Counter()
         for job in snapshot.jobs:
             if job.state in LIVE_STATES:
                 held.update(job.demand)
-                assert job.selected is None or job.selected.spot == (job.selected.pool == G5_SPOT or job.pool == P5)
+                assert job.selected is not None
+                assert job.selected.spot == (job.selected.pool == G5_SPOT or (job.pool == P5 and job.purchase.spot))
         for pool, count in held.items():
             assert count <= cfg.pools[pool]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from smq_lambda.domain.placement import Placement
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
@@ -146,5 +147,5 @@ def test_start_opens_the_next_attempt_and_preemption_names_the_live_one() -> Non
     start = decide(queue().pending("resumed", 0, past_attempts=2).build(), NOW, pools(p5=1))
     preempt = decide(queue().running("low", 0, past_attempts=1).pending("hi", 2).build(), NOW, pools(p5=1))
 
-    assert start[0] == StartJob("resumed", 3, start[0].reason)
+    assert start[0] == StartJob("resumed", 3, start[0].reason, placement=Placement(P5, 1))
     assert preempt[0] == PreemptJob("low", 2, "hi", preempt[0].reason)

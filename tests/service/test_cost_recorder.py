@@ -4,14 +4,17 @@ TeamSpendUsd metric: driven through the scheduler handler over the fakes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.cost_totals import CostFigures
+from smq_lambda.domain.costs import AttemptCost
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.ports import TrainingEndListener
 from smq_lambda.service.cost_recorder import CostRecorder, publish_team_spend
@@ -188,6 +191,32 @@ def test_a_ledger_out_of_reach_fails_the_report_and_its_redelivery_records_it() 
 
     assert world.figures()[UNASSIGNED].spend_usd == pytest.approx(0.6)
     assert world.published == [(UNASSIGNED, pytest.approx(0.6))]
+
+
+class TagsThrottledOnce(InMemoryCostLedger):
+    """Counts the first record of each attempt, then finds its tags' table throttled, as the DynamoDB
+    ledger does when a tag dimension stays pending; the next record of the attempt writes them."""
+
+    def record(self, cost: AttemptCost, groups: Mapping[str, str]) -> bool:
+        recorded = super().record(cost, groups)
+        if recorded:
+            throttled = ServiceUnavailable("DynamoDB", "ThrottlingException", "Rate exceeded")
+            raise CostDimensionsPending(cost.training_job_name, ["tag:project"], recorded=True) from throttled
+        return recorded
+
+
+def test_a_tag_left_pending_publishes_the_spend_once_and_the_report_comes_back_for_it() -> None:
+    world = CostWorld(capacity={POOL: 1}, ledger=TagsThrottledOnce())
+    name = world.running("a", team="vision")
+    world.clock.advance(seconds=60)
+    world.sagemaker.set_status(name, "Completed", training_time_s=60, billable_time_s=60)
+
+    first = world.deliver(world.event(name))
+    again = world.deliver(world.event(name))
+
+    assert (first["job_errors"], again["job_errors"]) == (["a"], [])
+    assert world.published == [("vision", pytest.approx(0.6))]
+    assert world.figures()["vision"].attempts == 1
 
 
 def test_the_team_spend_metric_is_one_emf_record_with_the_team_dimension(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.domain.access import AccessRule, AccessRules
-from smq_lambda.domain.cost_totals import CostFigures
+from smq_lambda.domain.cost_totals import OTHER_OWNERS, CostFigures
 from smq_lambda.domain.costs import AttemptCost
 from smq_lambda.domain.principals import OwnerScope
 from smq_lambda.errors import InvalidRequest
@@ -204,18 +204,44 @@ def test_without_cost_tags_the_refusal_says_there_are_none(world: World) -> None
         ("arn:aws:iam::123456789012:user/carol", AccessRules(), set()),
     ],
 )
-def test_by_owner_a_caller_sees_the_owners_whose_jobs_they_may_change_and_the_total_of_those(
+def test_by_owner_a_caller_sees_the_owners_whose_jobs_they_may_change_and_the_others_summed(
     world: World, caller: str, rules: AccessRules, seen: set[str]
 ) -> None:
     for number, owner in enumerate((ALICE, BOB, ALICE_CI, ALICE_CI_OTHER)):
         world.ledger.record(spent(f"job-{number}", 1.0 + number), groups("vision", owner=owner))
     world.rules.rules = rules
     spend = {ALICE: 1.0, BOB: 2.0, ALICE_CI: 3.0, ALICE_CI_OTHER: 4.0}
+    hidden = sum(usd for owner, usd in spend.items() if owner not in seen)
 
     report = world.reports.report("owner", None, caller)
 
-    assert {row.group for row in report.groups} == seen
-    assert report.total.ended.spend_usd == sum(spend[owner] for owner in seen)
+    assert {row.group: row.ended.spend_usd for row in report.groups} == {
+        **{owner: spend[owner] for owner in seen},
+        **({OTHER_OWNERS: hidden} if hidden else {}),
+    }
+    assert report.total.ended.spend_usd == 10.0
+
+
+@pytest.mark.parametrize("caller", [ALICE, BOB, ADMIN, "arn:aws:iam::123456789012:user/carol"])
+def test_every_grouping_adds_up_to_the_same_total_for_any_caller(world: World, caller: str) -> None:
+    """Bob's spend and Alice's running job count in the team's row: by owner they count too, in
+    Alice's own row for her, summed in `(other owners)` for those who may not see them."""
+    world.ledger.record(spent("a-1", 1.0, wasted=0.5), groups("vision", owner=ALICE, project="apollo"))
+    world.ledger.record(spent("b-1", 2.0, saved=1.0), groups("nlp", owner=BOB))
+    world.running("alice-run", started=NOW - timedelta(hours=1), owner=ALICE)
+
+    totals = {by: world.reports.report(by, None, caller).total for by in ("team", "owner", "tag:project")}
+
+    assert totals["owner"] == totals["team"] == totals["tag:project"]
+    assert (totals["team"].ended.spend_usd, totals["team"].accruing.usd) == (3.0, 2.0)
+
+
+def test_an_owner_with_nothing_the_caller_may_see_is_never_told_no_spend(world: World) -> None:
+    world.ledger.record(spent("b-1", 2.0), groups("vision", owner=BOB))
+
+    (others,) = world.reports.report("owner", None, ALICE).groups
+
+    assert (others.group, others.ended.spend_usd, others.ended.attempts) == (OTHER_OWNERS, 2.0, 1)
 
 
 def test_by_team_everyone_sees_every_team(world: World) -> None:

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.purchase import purchase_of, spot_pool
+from smq_lambda.domain.spot_document import SpotSection
 from smq_lambda.domain.states import JobState
 from smq_lambda.governance.policy import Policy, RetryPolicy
 
@@ -26,7 +29,7 @@ def submit_spot(world: World, name: str) -> Job:
         "EnableManagedSpotTraining": True,
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
     }
-    created = world.store.create(replace(job, request=spot))
+    created = world.store.create(replace(job, request=spot, purchase=purchase_of(spot)))
     world.kick()
     return created
 
@@ -244,3 +247,31 @@ def test_a_failure_lost_in_transit_is_retried_by_reconciliation() -> None:
     job = world.job("a")
     assert job.attempts[0].outcome == AttemptOutcome.INFRASTRUCTURE_FAILURE
     assert job.state is JobState.STARTING and len(job.attempts) == 2
+
+
+def test_a_spot_attempt_still_stopping_after_its_fallback_holds_its_spot_pool_not_the_jobs_next_one() -> None:
+    world = World(capacity={POOL: 1, spot_pool(POOL): 1})
+    world.config.config = replace(world.config.config, spot=SpotSection(pools={POOL: 1}))
+    world.policy.policy = Policy(spot_interruption_limit=0)
+    first = running_spot_job(world)
+    assert world.job("a").attempts[0].placement == Placement(POOL, 1, pool=spot_pool(POOL), spot=True)
+
+    interrupt(world, first, restart=False)  # falls back; SageMaker still stops the spot attempt
+
+    assert world.store.in_use().outside == {spot_pool(POOL): 1}
+    job = world.job("a")
+    assert job.state is JobState.STARTING, "on demand, where nothing holds the pool"
+    assert job.attempts[-1].placement == Placement(POOL, 1)
+
+
+def test_a_late_in_progress_report_of_a_completed_attempt_stops_nothing() -> None:
+    world = World(capacity={POOL: 1})
+    world.submit("a", 0)
+    training_job = world.job("a").attempts[0].training_job_name
+    in_progress = report(world, training_job, "InProgress", "Training")
+    report(world, training_job, "Completed", "Completed")
+    assert world.job("a").state is JobState.COMPLETED
+
+    world.deliver(in_progress)
+
+    assert world.sagemaker.stop_calls == []

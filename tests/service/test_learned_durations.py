@@ -4,15 +4,20 @@ and a start is measured against the first estimate its job was given."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
-from smq_lambda.forecast.durations import Level
+from smq_lambda.domain.purchase import purchase_of, spot_pool
+from smq_lambda.domain.spot_document import SpotSection
+from smq_lambda.forecast.durations import DurationKey, Level
 from smq_lambda.forecast.start_estimate import EstimateKind
 
-from tests.service.harness import POOL, World
+from tests.service.harness import POOL, World, queued_job
 from tests.support.fake_durations import InMemoryDurationStore
 
 TRAINED = (500, 600, 700)
+ALICE = "arn:aws:iam::000000000000:user/alice"
+BOB = "arn:aws:iam::000000000000:user/bob"
 
 
 def run_to_completion(world: World, name: str, seconds: float) -> None:
@@ -95,3 +100,36 @@ def test_a_start_is_measured_against_the_first_estimate(capsys: pytest.CaptureFi
     assert len(records) == 1
     assert records[0]["StartWithinBand"] == [1.0]
     assert records[0]["StartEstimateErrorShare"][0] < 0.05
+
+
+def submit_spot(world: World, name: str, owner: str) -> None:
+    world.clock.advance(seconds=1)
+    job = queued_job(name, priority=0, submitted_at=world.clock())
+    request = {**job.request, "EnableManagedSpotTraining": True}
+    world.store.create(replace(job, request=request, purchase=purchase_of(request), owner=owner, max_runtime_s=3600))
+    world.kick()
+
+
+def test_what_spot_jobs_taught_is_read_for_a_new_users_waiting_spot_jobs() -> None:
+    """Alice's spot jobs ran in the type's spot pool; Bob has no history. His job behind two of his
+    own waits for two durations learned from hers, not for two MaxRuntimeInSeconds."""
+    durations = InMemoryDurationStore()
+    world = World(capacity={POOL: 0, spot_pool(POOL): 1}, durations=durations)
+    world.config.config = replace(world.config.config, spot=SpotSection(pools={POOL: 1}))
+    for index, seconds in enumerate(TRAINED, start=1):
+        submit_spot(world, f"train-{index}", ALICE)
+        world.progress(f"train-{index}", "InProgress")
+        world.later(seconds - 2)
+        world.progress(f"train-{index}", "Completed")
+    assert DurationKey(Level.POOL, POOL) in durations.summaries
+
+    for name in ("bob-a", "bob-b", "bob-c"):
+        submit_spot(world, name, BOB)
+
+    report = world.usage.latest()
+    assert report is not None
+    started = world.job("bob-a").current_attempt
+    assert started is not None
+    estimate = report.estimates["bob-c"]
+    assert estimate.kind is EstimateKind.BAND
+    assert estimate.at is not None and (estimate.at - started.started_at).total_seconds() == 1200

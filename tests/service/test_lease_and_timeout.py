@@ -14,6 +14,10 @@ from smq.local.lambda_context import LambdaContext
 from smq.local.template import load_template
 from smq_lambda.adapters.dynamodb_lease import DEFAULT_DURATION, EXPIRY_MARGIN, SCHEDULER_TIMEOUT, lease_duration
 from smq_lambda.handlers import scheduler as scheduler_handler
+from smq_lambda.scheduling.actions import StartJob
+from smq_lambda.scheduling.decide import Decision
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.service import passes
 
 from tests.service.harness import POOL, World, queued_job
 from tests.support.aws import TEMPLATE_PATH
@@ -148,3 +152,32 @@ def test_every_invocation_publishes_job_errors_stuck_jobs_and_pool_usage(
     invoke(world, monkeypatch, RECONCILE, remaining=template_timeout())
 
     assert emf_metrics(capsys.readouterr().out)[(POOL, "QueueDepth")] == [2.0], "counted by reconciliation"
+
+
+def test_a_pass_that_breaks_an_invariant_is_logged_and_counted_and_a_clean_one_counts_zero(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    world = World(capacity={POOL: 1})
+    world.submit("running", 0)
+    world.progress("running", "InProgress")
+    world.store.create(queued_job("waiting", priority=0, submitted_at=world.clock()))
+    scheduler_handler.metrics.clear_metrics()
+    capsys.readouterr()
+
+    invoke(world, monkeypatch, KICK, remaining=template_timeout())
+    assert emf_metrics(capsys.readouterr().out)[(None, "InvariantViolations")] == [0.0]
+
+    def overcommitting(snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Any = None) -> Decision:
+        waiting = next(job for job in snapshot.jobs if job.name == "waiting")
+        start = StartJob("waiting", waiting.next_attempt_number, "forced", placement=waiting.own_placement)
+        return Decision([start], {})
+
+    monkeypatch.setattr(passes, "decide_pass", overcommitting)
+    summary = invoke(world, monkeypatch, KICK, remaining=template_timeout())
+
+    assert emf_metrics(capsys.readouterr().out)[(None, "InvariantViolations")] == [1.0]
+    assert summary["invariant_violations"] == [
+        f"pool-over-capacity {POOL}: 2 instances held of 1 after starting waiting"
+    ]
+    logged = [record for record in caplog.records if record.getMessage() == "invariant violated"]
+    assert [(record.invariant, record.subject) for record in logged] == [("pool-over-capacity", POOL)]

@@ -149,12 +149,14 @@ PLAN = {
 
 def test_a_plan_job_starts_when_the_window_opens_and_stops_its_margin_before_the_end() -> None:
     """The window opens at 1000 and closes for starts at 2400: the job starts at 1000 (nothing else
-    happens then), trains 1400 s, is stopped at 2400 and never gets a second window."""
+    happens then), trains 1400 s, is stopped at 2400 and never gets a second window. The stop is the
+    plan's, not a preemption."""
     trace = [TraceJob("reserved", 0.0, 0, "plan:reserved", 2, 2000.0, checkpoint_every_s=100.0)]
 
     result = simulate(trace, config(training_plans=PLAN), timing=Timing(0, 0))
 
-    assert runs(result, "reserved") == [(1000.0, 2460.0, "preempted")]
+    assert runs(result, "reserved") == [(1000.0, 2460.0, "plan_window_closed")]
+    assert (result.metrics["preemptions"], result.metrics["plan_window_stops"]) == (0, 1)
     assert result.metrics["unfinished"] == ["reserved"]
 
 

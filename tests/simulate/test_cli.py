@@ -103,3 +103,24 @@ def test_a_bad_configuration_or_missing_file_is_exit_2(tmp_path: Path, capsys: p
     assert "generate needs a workload" in capsys.readouterr().err
     assert main(["simulate", "generate", "seed", "--jobs", "3"]) == 2
     assert "generate seed takes no --jobs" in capsys.readouterr().err
+
+
+def test_a_likely_mistake_in_the_configuration_is_warned_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "pools": {"p": 2},
+                "quotas": {"vision": {"instances": {"p": 1}}, "nlp": {"instances": {"p": 1}}},
+                "prices": {"p": 1.0},
+                "budgets": {"visoin": {"monthly_usd": 10, "action": "hold"}},
+            }
+        )
+    )
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"name": "a", "submit_s": 0, "priority": 1, "pool": "p", "instances": 1, "duration_s": 1}\n')
+
+    assert main(["simulate", str(trace), "--config", str(config), "--out", str(tmp_path / "out")]) == 0
+    assert "warning: " + str(config) + ": budgets.visoin: 'visoin' is not a configured team" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """The cost ports in memory: the CostLedger with the DynamoDB adapter's semantics (see
-dynamodb_costs.py: each attempt counts once, under every group, on the UTC day it ended)."""
+dynamodb_costs.py: each attempt counts once, under every group, on the UTC day it ended; a tag's
+groups are cut to MAX_TAG_GROUP_BYTES, and a day keeps MAX_TAG_GROUPS_PER_DAY of them apart, the
+later ones counting in OTHER)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date
 
-from smq_lambda.domain.cost_totals import CostFigures
+from smq_lambda.domain.cost_totals import (
+    MAX_TAG_GROUPS_PER_DAY,
+    OTHER,
+    TAG_DIMENSION_PREFIX,
+    CostFigures,
+    tag_group,
+)
 from smq_lambda.domain.costs import AttemptCost, Prices
 from smq_lambda.domain.prices_in_force import PriceOrigin, PricesInForce
 from smq_lambda.errors import ServiceUnavailable
@@ -33,9 +41,20 @@ class InMemoryCostLedger:
             self.recorded[cost.training_job_name] = cost
             self.groups[cost.training_job_name] = dict(groups)
             for dimension, group in groups.items():
-                key = (day, dimension, group)
+                key = (day, dimension, self._kept_apart(day, dimension, group))
                 self._days[key] = self._days.get(key, CostFigures()).plus(CostFigures.of(cost))
             return True
+
+    def _kept_apart(self, day: date, dimension: str, group: str) -> str:
+        """The group `group` counts in on `day`: OTHER for a tag's new group past the day's limit."""
+        if not dimension.startswith(TAG_DIMENSION_PREFIX):
+            return group
+        group = tag_group(group)
+        named = {
+            kept for kept_day, kept_dimension, kept in self._days if (kept_day, kept_dimension) == (day, dimension)
+        }
+        named.discard(OTHER)
+        return group if group in named or len(named) < MAX_TAG_GROUPS_PER_DAY else OTHER
 
     def totals(self, dimension: str, days: Sequence[date]) -> dict[str, CostFigures]:
         self._check_available()

@@ -7,7 +7,6 @@ import threading
 from dataclasses import replace
 from datetime import datetime
 
-from smq_lambda.adapters.dynamodb_warm_pools import MAX_WARM_POOLS
 from smq_lambda.domain.warm_pools import WarmPool, WarmPoolTotals
 
 
@@ -47,7 +46,7 @@ class InMemoryWarmPools:
 
     def available(self, now: datetime) -> list[WarmPool]:
         with self._lock:
-            names = sorted(self.held)[:MAX_WARM_POOLS]
+            names = sorted(self.held)
             for name in names:
                 if self.held[name].available_until <= now:
                     del self.held[name]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import collections
 import threading
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from smq_lambda.adapters.dynamodb_attempts import history_position
 from smq_lambda.adapters.dynamodb_indexes import in_pool
 from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
 from smq_lambda.adapters.dynamodb_pool_usage import bounded
@@ -48,7 +49,7 @@ from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
 from smq_lambda.pool_usage import PoolUsageReport
-from smq_lambda.ports import InUse, JobPage
+from smq_lambda.ports import HistoryEntry, HistoryPosition, InUse, JobPage
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 
 from tests.support.aws import pending_index_attributes
@@ -240,14 +241,16 @@ class InMemoryJobStore:
         token = encode_page_token(page[-1]["order_key"]["S"]) if len(candidates) > limit else None
         return JobPage(jobs=[from_item(item) for item in page], next_token=token)
 
-    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
-        """As the by-state and by-attempt-end indexes: live jobs, and jobs (archived ones too) whose
-        latest attempt ended in [start, now]."""
+    def jobs_with_attempts_since(
+        self, start: datetime, now: datetime, *, after: HistoryPosition | None = None, page_size: int | None = None
+    ) -> Iterator[HistoryEntry]:
+        """As the by-state and by-attempt-end indexes: live jobs, then jobs (archived ones too) whose
+        latest attempt ended in [start, now] and that are not live, in HistoryPosition order."""
         since, last_day = format_time(start), attempt_end_day(now)
         with self._lock:
             seen = self._earlier[0] if self._index_lag and self._earlier else self._items
-            items = [
-                item
+            positioned = [
+                (history_position(item, ended=_job_state(item) not in LIVE_STATES), item)
                 for item in seen.values()
                 if _job_state(item) in LIVE_STATES
                 or (
@@ -256,7 +259,9 @@ class InMemoryJobStore:
                     and item["attempt_end_day"]["S"] <= last_day
                 )
             ]
-        return [from_item(item) for item in items]
+        for position, item in sorted(positioned, key=lambda entry: entry[0]):
+            if after is None or position > after:
+                yield HistoryEntry(from_item(item), position)
 
     def all_jobs(self) -> list[Job]:
         """The newest job of every name, finished ones included, by name: for invariant checks."""

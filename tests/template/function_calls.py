@@ -3,8 +3,9 @@ gives it and the clients its real handler builds, while every AWS call they make
 
 The stack's resources come from template.yaml through the local stack's own code (StackResources),
 so the ARNs the calls name are the ones the template's policies resolve to. moto has no
-StopTrainingJob and no Price List; the recorder answers them itself, as AWS does (an empty answer;
-one training price of the stack's region).
+StopTrainingJob, no UpdateTrainingJob and no Price List; the recorder answers them itself: the two
+training job calls with an answer the functions never read, the Price List with one training price
+of the stack's region.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class RecordedStack:
             self.calls.setdefault(self._running, []).append(Call(service, model.name, dict(params)))
 
     @staticmethod
-    def stop_training_job(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+    def unread_answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         return AWSResponse("", 200, {}, None), {}
 
     @staticmethod
@@ -110,7 +111,8 @@ def recorded_stack(options: LocalStackOptions) -> Iterator[RecordedStack]:
         boto3.setup_default_session()
         events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
         events.register("before-parameter-build", stack.record)
-        events.register("before-call.sagemaker.StopTrainingJob", stack.stop_training_job)
+        events.register("before-call.sagemaker.StopTrainingJob", stack.unread_answer)
+        events.register("before-call.sagemaker.UpdateTrainingJob", stack.unread_answer)
         events.register("before-call.pricing.GetProducts", stack.get_products)
         try:
             yield stack

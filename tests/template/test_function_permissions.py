@@ -19,7 +19,12 @@ from smq.local.event_router import scheduled_event
 from smq.local.lambda_context import LambdaContext
 from smq.local.stack_options import ACCOUNT, REGION, LocalStackOptions
 from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
+from smq_lambda.adapters.dynamodb_budget_marks import MARK_PREFIX
+from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, DAY_PREFIX
+from smq_lambda.adapters.dynamodb_spot_rates import SPOT_INTERRUPTIONS_KEY
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
+from smq_lambda.adapters.dynamodb_warm_pools import warm_pool_key
+from smq_lambda.adapters.price_source import PRICES_KEY
 from smq_lambda.domain.states import JobState
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.service.idle_watch import IdleWatch
@@ -29,12 +34,26 @@ from tests.api.gateway import api_event
 from tests.service.harness import POOL, World, training_request
 from tests.support.sqs import batch
 from tests.template.function_calls import ROLE, RecordedStack, recorded_stack
-from tests.template.iam_policy import denied
+from tests.template.iam_policy import Call, denied
+
+COSTED = "ml.g5.2xlarge"
+"""The pool of the cost and spot paths: jobs of the other tests never wait in it."""
+WARM = "ml.g5.4xlarge"
+"""The pool of the warm-pool path, one instance: a warm pool there leaves a job ahead without room."""
+CONFIG = {
+    "pools": {POOL: 24, COSTED: 2, WARM: 1},
+    "prices": {COSTED: 1.5, WARM: 3.0},
+    "cost_tags": ["project"],
+    "budgets": {"vision": {"monthly_usd": 1, "warn_at": [0.5]}},
+    "spot": {"adaptive": {"max_interruptions_per_hour": 100}},
+}
+"""Every cost section, so attempt ends price, record under a cost tag and warn the team `vision`;
+adaptive spot, so every pass reads the spot-interruption book."""
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[RecordedStack]:
-    with recorded_stack(LocalStackOptions(capacity={POOL: 24})) as recorded:
+    with recorded_stack(LocalStackOptions(config=CONFIG)) as recorded:
         yield recorded
 
 
@@ -136,8 +155,8 @@ def _api(stack: RecordedStack, method: str, path: str, body: Any = None, **query
     return {"status": response["statusCode"], "body": json.loads(response["body"] or "null")}
 
 
-def _request(name: str, priority: int, instances: int = 1, **tags: str) -> dict[str, Any]:
-    request = training_request(name, priority=priority, instances=instances)
+def _request(name: str, priority: int, instances: int = 1, *, pool: str = POOL, **tags: str) -> dict[str, Any]:
+    request = training_request(name, priority=priority, instances=instances, pool=pool)
     request["RoleArn"] = ROLE
     request["CheckpointConfig"] = {"S3Uri": f"s3://smq-local/checkpoints/{name}/"}
     request["Tags"] += [{"Key": key, "Value": value} for key, value in tags.items()]
@@ -157,6 +176,35 @@ def _flexible(name: str, priority: int, *types: str) -> dict[str, Any]:
 
 def _refused(stack: RecordedStack, function: str) -> list[str]:
     return denied(stack.policy(function), stack.calls[function], stack.arns)
+
+
+def _items(call: Call) -> set[str]:
+    """The keys (`name`) of the queue table's items a DynamoDB call names, alone, in a transaction
+    or in a batch."""
+    params = call.params
+    requests = [params, *(request for item in params.get("TransactItems", []) for request in item.values())]
+    keys = [request[part] for request in requests for part in ("Key", "Item") if part in request]
+    keys += [key for table in params.get("RequestItems", {}).values() for key in table.get("Keys", [])]
+    return {key["name"]["S"] for key in keys}
+
+
+def _touched(stack: RecordedStack, function: str, operations: set[str]) -> set[str]:
+    """The items `function` named in a call of one of `operations`."""
+    return {
+        name
+        for call in stack.calls[function]
+        if call.service == "dynamodb" and call.operation in operations
+        for name in _items(call)
+    }
+
+
+def _day_dimensions(items: set[str]) -> set[str]:
+    """The report dimensions of the cost ledger's day items among `items` (`#costs#<day>#<dimension>`)."""
+    return {name.rsplit("#", 1)[-1] for name in items if name.startswith(DAY_PREFIX)}
+
+
+WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
+READS = {"GetItem", "BatchGetItem"}
 
 
 def test_the_api_function_may_do_what_each_of_its_routes_does(stack: RecordedStack) -> None:
@@ -207,8 +255,9 @@ def _attempt(stack: RecordedStack, job: str) -> str:
     return str(reply["attempts"][-1]["training_job_name"])
 
 
-def _state_change(name: str) -> dict[str, Any]:
-    """SageMaker's event for moto's training job `name` as it now is, on the scheduler queue."""
+def _state_change(name: str, **more: Any) -> dict[str, Any]:
+    """SageMaker's event for moto's training job `name` as it now is, on the scheduler queue, with
+    the members moto does not keep (`more`: billable time, transitions, warm pool status)."""
     job = _training_job(name)
     detail = {
         "TrainingJobName": name,
@@ -218,6 +267,7 @@ def _state_change(name: str) -> dict[str, Any]:
         "ResourceConfig": job.resource_config,
         "Tags": {tag["Key"]: tag["Value"] for tag in job.tags or []},
         "SecondaryStatusTransitions": [],
+        **more,
     }
     return batch(
         {
@@ -274,4 +324,91 @@ def test_the_scheduler_function_may_do_what_each_of_its_paths_does(stack: Record
         "TransactWriteItems",
     }, operations
     refused = _refused(stack, "SchedulerFunction")
+    assert not refused, "\n".join(refused)
+
+
+NO_FAILURES: dict[str, list[Any]] = {"batchItemFailures": []}
+"""The scheduler's answer to a batch whose every state change it applied."""
+
+
+def _transition(status: str) -> dict[str, str]:
+    return {"Status": status, "StartTime": "2030-01-01T00:00:00Z", "StatusMessage": status}
+
+
+def test_the_scheduler_function_may_count_spot_interruptions_and_record_costs(stack: RecordedStack) -> None:
+    """A spot attempt reports an interruption (the spot-interruption book), then ends: its cost is
+    recorded in the ledger (the attempt and its team, owner and cost tag days), and its spend
+    crosses the team's warning threshold (the budget mark, a notice on the policy topic)."""
+    request = _request("costed-spot", 0, pool=COSTED, project="p", team="vision")
+    request["EnableManagedSpotTraining"] = True
+    request["StoppingCondition"]["MaxWaitTimeInSeconds"] = 7200
+    assert _api(stack, "POST", "/add-job", request)["status"] == 202
+    _scheduler(stack, batch({"source": "smq.api", "reason": "test"}))
+    attempt = _attempt(stack, "costed-spot")
+    _training_job(attempt).training_job_status, _training_job(attempt).secondary_status = "InProgress", "Training"
+    transitions = [_transition(status) for status in ("Starting", "Training", "Interrupted", "Training")]
+    assert _scheduler(stack, _state_change(attempt, SecondaryStatusTransitions=transitions)) == NO_FAILURES
+    _training_job(attempt).training_job_status, _training_job(attempt).secondary_status = "Completed", "Completed"
+    ended = {"SecondaryStatusTransitions": transitions, "BillableTimeInSeconds": 3600, "TrainingTimeInSeconds": 3600}
+    assert _scheduler(stack, _state_change(attempt, **ended)) == NO_FAILURES
+    assert _api(stack, "GET", "/jobs/costed-spot")["body"]["state"] == "completed"
+    written = _touched(stack, "SchedulerFunction", WRITES)
+    spot_book = SPOT_INTERRUPTIONS_KEY["name"]["S"]
+    assert {spot_book, f"{ATTEMPT_PREFIX}{attempt}"} <= written, written
+    assert _day_dimensions(written) >= {"team", "owner", "tag:project"}
+    assert any(name.startswith(f"{MARK_PREFIX}vision#") for name in written), written
+    assert spot_book in _touched(stack, "SchedulerFunction", READS)
+    published = [call for call in stack.calls["SchedulerFunction"] if call.operation == "Publish"]
+    assert any(call.params["TopicArn"] == stack.resources.topic_arn("PolicyTopic") for call in published)
+    refused = _refused(stack, "SchedulerFunction")
+    assert not refused, "\n".join(refused)
+
+
+def test_the_api_function_may_read_the_cost_ledger(stack: RecordedStack) -> None:
+    """GET /costs by team (the month), by owner (access rules decide whose rows) and by cost tag
+    (the last 30 days): the ledger's day items, the running jobs' accruals and the prices in force."""
+    assert _api(stack, "GET", "/costs")["status"] == 200
+    assert _api(stack, "GET", "/costs", by="owner")["status"] == 200
+    assert _api(stack, "GET", "/costs", by="tag:project", since="30d")["status"] == 200
+    read = _touched(stack, "ApiFunction", READS)
+    assert _day_dimensions(read) >= {"team", "owner", "tag:project"}
+    assert PRICES_KEY["name"]["S"] in read
+    refused = _refused(stack, "ApiFunction")
+    assert not refused, "\n".join(refused)
+
+
+def test_the_scheduler_function_may_end_a_warm_pool_for_a_job_ahead(stack: RecordedStack) -> None:
+    """An attempt ends keeping its instance warm; a job that cannot reuse it waits for that
+    instance, so the pass ends the warm pool (UpdateTrainingJob, KeepAlivePeriodInSeconds 0) and
+    marks it released; reconciliation then asks SageMaker about the warm pool, and ends it no
+    second time."""
+    kept = _request("warm-kept", 0, pool=WARM, project="p")
+    kept["ResourceConfig"]["KeepAlivePeriodInSeconds"] = 600
+    assert _api(stack, "POST", "/add-job", kept)["status"] == 202
+    _scheduler(stack, batch({"source": "smq.api", "reason": "test"}))
+    warm = _attempt(stack, "warm-kept")
+    assert _scheduler(stack, _state_change(warm, WarmPoolStatus={"Status": "Available"})) == NO_FAILURES
+    assert _api(stack, "GET", "/jobs/warm-kept")["body"]["state"] == "completed"
+    assert _api(stack, "POST", "/add-job", _request("warm-ahead", 5, pool=WARM, project="p"))["status"] == 202
+    _scheduler(stack, batch({"source": "smq.api", "reason": "test"}))
+    assert _api(stack, "GET", "/jobs/warm-ahead")["body"]["state"] == "pending"
+    _scheduler(stack, scheduled_event())
+    updates = [call.params for call in stack.calls["SchedulerFunction"] if call.operation == "UpdateTrainingJob"]
+    assert updates == [{"TrainingJobName": warm, "ResourceConfig": {"KeepAlivePeriodInSeconds": 0}}]
+    assert warm_pool_key(warm) in _touched(stack, "SchedulerFunction", {"UpdateItem"})
+    refused = _refused(stack, "SchedulerFunction")
+    assert not refused, "\n".join(refused)
+
+
+def test_the_price_refresh_function_may_read_the_price_list_and_write_the_prices(stack: RecordedStack) -> None:
+    """The daily refresh: the Price List's training prices for the stack's region, into `#prices`."""
+    from smq_lambda.handlers import price_refresh
+
+    with stack.running("PriceRefreshFunction"):
+        outcome = price_refresh.handler(scheduled_event(), LambdaContext.for_function("smq-PriceRefreshFunction"))
+    assert outcome["prices"] == 1, outcome
+    operations = {call.operation for call in stack.calls["PriceRefreshFunction"]}
+    assert operations == {"GetProducts", "PutItem"}, operations
+    assert _touched(stack, "PriceRefreshFunction", WRITES) == {PRICES_KEY["name"]["S"]}
+    refused = _refused(stack, "PriceRefreshFunction")
     assert not refused, "\n".join(refused)

@@ -138,6 +138,7 @@ ALARMS = {
     ),
     "ApiErrorsAlarm": Watch("smq", "ApiErrors", SERVICE, "Sum", GE, 1, "notBreaching"),
     "JobErrorsAlarm": Watch("smq", "JobErrors", SERVICE, "Sum", GE, 1, "notBreaching"),
+    "InvariantViolationsAlarm": Watch("smq", "InvariantViolations", SERVICE, "Sum", GE, 1, "notBreaching"),
     "StuckJobsAlarm": Watch("smq", "StuckJobs", SERVICE, "Maximum", GE, 1, "breaching"),
 }
 
@@ -176,7 +177,7 @@ def test_custom_metric_alarms_use_the_dimensions_powertools_emits(translated: di
     custom = {
         logical_id: alarm for logical_id, alarm in alarms(translated).items() if alarm.get("Namespace") == NAMESPACE
     }
-    assert set(custom) == {"ApiErrorsAlarm", "JobErrorsAlarm", "StuckJobsAlarm"}
+    assert set(custom) == {"ApiErrorsAlarm", "JobErrorsAlarm", "InvariantViolationsAlarm", "StuckJobsAlarm"}
     for logical_id, alarm in custom.items():
         assert sorted(d["Name"] for d in alarm["Dimensions"]) == emitted_dimensions(), logical_id
 
@@ -227,6 +228,15 @@ def test_alarms_that_wait_for_a_lasting_condition(
         evaluation_periods,
         datapoints,
     )
+
+
+@pytest.mark.parametrize(
+    "logical_id", ["SchedulerErrorsAlarm", "ApiErrorsAlarm", "JobErrorsAlarm", "InvariantViolationsAlarm"]
+)
+def test_alarms_that_fire_at_the_first_occurrence(translated: dict[str, Any], logical_id: str) -> None:
+    """Each of these counts what should never happen: one in a 5-minute period calls for a person."""
+    alarm = alarms(translated)[logical_id]
+    assert (alarm["Period"], alarm["EvaluationPeriods"], alarm.get("DatapointsToAlarm")) == (300, 1, None)
 
 
 def test_the_stuck_threshold_reaches_the_scheduler_and_the_alarm_text(
@@ -321,6 +331,7 @@ def test_the_dashboard_charts_what_ops_watch(translated: dict[str, Any]) -> None
         ("smq", "ApiErrors", service),
         ("smq", "ApiUnavailable", service),
         ("smq", "JobErrors", service),
+        ("smq", "InvariantViolations", service),
         ("smq", "StuckJobs", service),
         ("AWS/ApiGateway", "5XXError", api),
         ("AWS/ApiGateway", "4XXError", api),

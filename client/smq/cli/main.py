@@ -25,7 +25,15 @@ import boto3
 from smq.api_client import SmqApiClient
 from smq.argument_types import instance_preference
 from smq.errors import ApiUnreachable, ApiUrlNotFound, SmqApiError, SmqError
-from smq.formatting import costs_table, describe_text, first_estimate_line, pools_table, quotas_table, status_table
+from smq.formatting import (
+    costs_footer,
+    costs_table,
+    describe_text,
+    first_estimate_line,
+    pools_table,
+    quotas_table,
+    status_table,
+)
 from smq.jobs import ALL_STATES, check_priority, now_utc, queued_message, with_preferences, with_priority
 from smq.simulate.cli import register_simulate_command
 from smq.start_estimates import await_first_estimate
@@ -284,11 +292,7 @@ def cmd_costs(args: argparse.Namespace) -> int:
         print(f"No spend since {since} (UTC) and nothing running.")
         return EXIT_OK
     print(costs_table(report))
-    source = (report.get("prices") or {}).get("source")
-    print(
-        f"\nAttempts that ended since {since} (UTC); Accruing: what running jobs have cost so far, "
-        f"estimated on demand; prices: {source}."
-    )
+    print(f"\n{costs_footer(report)}")
     return EXIT_OK
 
 

@@ -185,7 +185,8 @@ def _config(args: argparse.Namespace) -> dict[str, Any] | None:
         raise _ConfigRefused(f"--config {path} gives the pools; leave out --capacity (or put the pools in the file)")
     try:
         document: dict[str, Any] = json.loads(path.read_text())
-        parse_config_document(document, source=str(path))
+        for warning in parse_config_document(document, source=str(path)).warnings:
+            print(f"warning: {path}: {warning}", file=sys.stderr)
     except OSError as exc:
         raise _ConfigRefused(f"cannot read the configuration {path}: {exc.strerror or exc}") from None
     except ValueError as exc:  # JSONDecodeError
@@ -239,7 +240,7 @@ def _print_up(stack: LocalStack) -> None:
     print(f"  unset {' '.join(SESSION_TOKEN_VARIABLES)}")
     for key, value in sorted(stack.client_env.items()):
         print(f"  export {key}={value}")
-    print(f"  smq ui    # the queue in a browser at http://127.0.0.1:{DEFAULT_PORT}/")
+    print(f"  smq ui    # the queue in a browser on port {DEFAULT_PORT}: open the address it prints")
     print("Press Ctrl-C to stop (jobs get SIGTERM, then the servers stop; press it again to force).", flush=True)
 
 

@@ -87,7 +87,7 @@ def register_simulate_command(subparsers: Any) -> None:
         action="store_true",
         help="smq only: estimate the pending jobs' starts before passes and measure them (slower)",
     )
-    parser.add_argument("--jobs", type=int, help="generate mixed/spot/teams: how many jobs")
+    parser.add_argument("--jobs", type=int, help="generate (all but seed and kueue): how many jobs")
     parser.add_argument("--pools", type=int, help="generate kueue: how many pools of 20 instances (default 3)")
     parser.set_defaults(func=run)
 
@@ -206,13 +206,16 @@ def read_config(path: Path) -> QueueConfigDocument:
     from smq_lambda.errors import ConfigError
 
     try:
-        return parse_config_document(json.loads(path.read_text()), source=str(path))
+        document = parse_config_document(json.loads(path.read_text()), source=str(path))
     except OSError as exc:
         raise SimulationUsageError(f"cannot read the configuration {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SimulationUsageError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
     except ConfigError as exc:
         raise SimulationUsageError(str(exc)) from None
+    for warning in document.warnings:
+        print(f"warning: {path}: {warning}", file=sys.stderr)
+    return document
 
 
 def share(text: str) -> float:

@@ -29,6 +29,8 @@
   named `<family>-<n>`, n counting the family's jobs; durations are clamped to the ceiling.
   Different generators from `mixed` and `teams`, whose traces stay as they were.
 - `two-types` and `warm-pools`: placement's workloads (placement_workloads.py).
+- `everything`: every feature at once (teams of each sharing mode, spot, flexible and planned
+  jobs, warm pools, budgets; everything_workload.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 
 from smq_lambda.replay.trace_job import TraceJob
 
+from smq.simulate.everything_workload import everything
 from smq.simulate.placement_workloads import two_types, warm_pools
 from smq.simulate.workload import HOUR, Workload
 
@@ -309,5 +312,6 @@ GENERATORS: dict[str, tuple[Callable[..., Workload], str | None]] = {
     "teams-families": (teams_families, "jobs"),
     "two-types": (two_types, "jobs"),
     "warm-pools": (warm_pools, "jobs"),
+    "everything": (everything, "jobs"),
 }
 """Each generator, and the size option it takes (`--jobs` or `--pools`), if any."""

@@ -8,9 +8,13 @@ no way into AWS the user did not already have. Log lines come from CloudWatch Lo
 What a local server that holds credentials must refuse, checked before anything else:
 
 - another `Host` than this server's own address (a DNS-rebinding page would send its own name);
-- a state-changing request (PATCH, DELETE) without this session's token in `X-SMQ-Token`, or whose
-  `Origin` is not this server: another site's page can send such requests but cannot read the
-  token, which only the page served here holds.
+- any request without this session's cookie, except the address `smq ui` printed: another user on
+  the same host can reach 127.0.0.1 too, but cannot read the token in that address (as Jupyter's).
+  Opening it sets the cookie (HttpOnly, SameSite=Strict) and redirects to the page without it;
+- a state-changing request (PATCH, DELETE) without the page's action token in `X-SMQ-Token`, or
+  whose `Origin` is not this server: another site's page can send such requests but cannot read
+  that token, which only the page served here holds (cookies do not tell one port from another, so
+  the cookie alone would let a page on another 127.0.0.1 port act).
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 import botocore.exceptions
 
@@ -40,6 +44,10 @@ TOKEN_HEADER = "X-SMQ-Token"
 STATE_CHANGING = frozenset({"PATCH", "DELETE", "POST", "PUT"})
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css", ".js": "text/javascript"}
 TOKEN_PLACEHOLDER = "{{SMQ_TOKEN}}"
+URL_TOKEN = "token"
+"""The query parameter of the printed address that signs a browser in."""
+PAGE_PATHS = frozenset({"/", "/index.html"})
+PLAIN_TEXT = "text/plain; charset=utf-8"
 MAX_BODY_BYTES = 4096
 """The only body a page sends is `{"priority": n}`."""
 SHUTDOWN_POLL_SECONDS = 0.05
@@ -54,32 +62,72 @@ class Answer:
     status: int
     body: Any
     content_type: str = "application/json"
+    headers: Sequence[tuple[str, str]] = ()
 
 
 class UiGuard:
-    """The checks of one session: its token and the origins its pages have."""
+    """The checks of one session: its tokens and the origins its pages have.
 
-    def __init__(self, port: int, token: str | None = None) -> None:
+    `token` is the session's: in the printed address, then in an HttpOnly cookie, never in a page.
+    `action_token` is the one the page holds and sends with each action.
+    """
+
+    def __init__(self, port: int) -> None:
         self.port = port
-        self.token = token or secrets.token_urlsafe(32)
+        self.token = secrets.token_urlsafe(32)
+        self.action_token = secrets.token_urlsafe(32)
         self.hosts = frozenset({f"{LOOPBACK}:{port}", f"localhost:{port}"})
+        self.cookie_name = f"smq-ui-{port}"
+        """Named after the port: a browser sends every 127.0.0.1 port the same cookies."""
 
     @property
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.hosts)
 
-    def refusal(self, method: str, headers: Mapping[str, str]) -> str | None:
-        """Why the request must be refused, or None. `headers` keys are lower-case."""
+    @property
+    def sign_in_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/?{URL_TOKEN}={self.token}"
+
+    def is_token(self, sent: str) -> bool:
+        return hmac.compare_digest(sent.encode(), self.token.encode())
+
+    def host_refusal(self, headers: Mapping[str, str]) -> str | None:
+        """Why a request naming another Host must be refused, or None. `headers` keys are lower-case."""
         if headers.get("host") not in self.hosts:
             return "unknown Host: open the ui at the address `smq ui` printed"
+        return None
+
+    def signed_in(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request carries this session's cookie."""
+        for pair in headers.get("cookie", "").split(";"):
+            name, _, value = pair.strip().partition("=")
+            if name == self.cookie_name and self.is_token(value):
+                return True
+        return False
+
+    def sign_in_cookie(self) -> str:
+        return f"{self.cookie_name}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+
+    def action_refusal(self, method: str, headers: Mapping[str, str]) -> str | None:
+        """Why a state-changing request must be refused, or None."""
         if method not in STATE_CHANGING:
             return None
         if headers.get("origin") not in self.origins:
             return "cross-origin request refused (Origin is not this ui)"
         sent = headers.get(TOKEN_HEADER.lower(), "")
-        if not hmac.compare_digest(sent.encode(), self.token.encode()):
+        if not hmac.compare_digest(sent.encode(), self.action_token.encode()):
             return f"missing or wrong {TOKEN_HEADER}: reload the page"
         return None
+
+    def not_signed_in(self, path: str) -> Answer:
+        """403 saying how to get in; JSON for the page's own calls, which show its `message`."""
+        message = (
+            f"not signed in to this smq ui: open the address `smq ui` printed in its terminal "
+            f"(http://{LOOPBACK}:{self.port}/?{URL_TOKEN}=...)"
+        )
+        if path.startswith("/api/"):
+            return Answer(HTTPStatus.FORBIDDEN, {"message": message, "field": None})
+        return Answer(HTTPStatus.FORBIDDEN, message + "\n", PLAIN_TEXT)
 
 
 class UiApp:
@@ -91,10 +139,18 @@ class UiApp:
         self._guard = guard
 
     def answer(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Answer:
-        refusal = self._guard.refusal(method, headers)
+        wrong_host = self._guard.host_refusal(headers)
+        if wrong_host is not None:
+            return Answer(HTTPStatus.FORBIDDEN, {"message": wrong_host, "field": None})
+        split = urlsplit(target)
+        sent_token = parse_qs(split.query, keep_blank_values=True).get(URL_TOKEN)
+        if method == "GET" and split.path in PAGE_PATHS and sent_token:
+            return self._sign_in(split.path, split.query, sent_token[-1])
+        if not self._guard.signed_in(headers):
+            return self._guard.not_signed_in(split.path)
+        refusal = self._guard.action_refusal(method, headers)
         if refusal is not None:
             return Answer(HTTPStatus.FORBIDDEN, {"message": refusal, "field": None})
-        split = urlsplit(target)
         query = {key: values[-1] for key, values in parse_qs(split.query).items()}
         try:
             return self._route(method, split.path, query, body)
@@ -103,9 +159,21 @@ class UiApp:
         except (SmqError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
             return Answer(HTTPStatus.BAD_GATEWAY, {"message": str(exc), "field": None})
 
+    def _sign_in(self, path: str, raw_query: str, sent: str) -> Answer:
+        """The printed address: set the cookie and send the browser on to the page without the token,
+        so that the token stays out of the address bar and of what the page can read."""
+        if not self._guard.is_token(sent):
+            return self._guard.not_signed_in(path)
+        rest = urlencode(
+            [(key, value) for key, value in parse_qsl(raw_query, keep_blank_values=True) if key != URL_TOKEN]
+        )
+        location = f"{path}?{rest}" if rest else path
+        cookie = self._guard.sign_in_cookie()
+        return Answer(HTTPStatus.SEE_OTHER, "", PLAIN_TEXT, (("Location", location), ("Set-Cookie", cookie)))
+
     def _route(self, method: str, path: str, query: Mapping[str, str], body: bytes) -> Answer:
-        if method == "GET" and path in ("/", "/index.html"):
-            page = _static("index.html").replace(TOKEN_PLACEHOLDER, self._guard.token)
+        if method == "GET" and path in PAGE_PATHS:
+            page = _static("index.html").replace(TOKEN_PLACEHOLDER, self._guard.action_token)
             return Answer(HTTPStatus.OK, page, STATIC_TYPES[".html"])
         if method == "GET" and (static := _STATIC_PATH.match(path)) and _STATIC.joinpath(static.group(1)).is_file():
             name = static.group(1)
@@ -141,7 +209,8 @@ class UiApp:
 
 
 class UiServer:
-    """`UiServer(client).start()`; `url` is the address to open. Always bound to 127.0.0.1."""
+    """`UiServer(client).start()`; `url` is the address to open (it holds the session's token). Always
+    bound to 127.0.0.1."""
 
     def __init__(self, client: SmqApiClient, *, logs: Any | None = None, port: int = 0) -> None:
         self._http = ThreadingHTTPServer((LOOPBACK, port), _RequestHandler)
@@ -152,7 +221,7 @@ class UiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.guard.port}/"
+        return self.guard.sign_in_url
 
     @property
     def address(self) -> tuple[str, int]:
@@ -207,11 +276,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
         answer = self.server.app.answer(self.command, self.path, headers, body)  # type: ignore[attr-defined]
         data = answer.body.encode() if isinstance(answer.body, str) else json.dumps(answer.body).encode()
         self.send_response(answer.status)
+        for name, value in answer.headers:
+            self.send_header(name, value)
         self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
         self.send_header(
             "Content-Security-Policy",
             "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'",

@@ -1,8 +1,10 @@
 """The DurationStore port as items of the queue table, one per summary (forecast/durations.py).
 
     name     S  `#durations#<level>#<key>` (`#durations#family#<owner>#<family>`,
-                `#durations#owner-pool#<owner>#<pool>`, `#durations#pool#<pool>`): job names cannot
-                contain '#', so a summary can never collide with a job
+                `#durations#owner-pool#<owner>#<instance type>`, `#durations#pool#<instance type>`;
+                earlier releases keyed the last two by pool, so their spot pools' and training
+                plans' items, `...#ml.p5.48xlarge:spot`, `...#plan:<name>`, are still read, never
+                written): job names cannot contain '#', so a summary can never collide with a job
     seconds  L  of N: the recent durations, newest last (at most MAX_SAMPLES)
     counted  L  of S: the ids of the jobs counted (at most MAX_COUNTED_JOBS)
     version  N  incremented by every write; each write is conditional on the version it read

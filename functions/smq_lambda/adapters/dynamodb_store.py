@@ -26,7 +26,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -63,7 +63,7 @@ from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.purchase import spot_pool
 from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
-from smq_lambda.ports import InUse, JobPage
+from smq_lambda.ports import HistoryEntry, HistoryPosition, InUse, JobPage
 
 logger = Logger(service="smq", child=True)
 
@@ -371,8 +371,10 @@ class DynamoJobStore:
     ) -> JobPage:
         return self._indexes.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
 
-    def jobs_with_attempts_since(self, start: datetime, now: datetime) -> list[Job]:
-        return self._attempts.jobs_with_attempts_since(start, now)
+    def jobs_with_attempts_since(
+        self, start: datetime, now: datetime, *, after: HistoryPosition | None = None, page_size: int | None = None
+    ) -> Iterator[HistoryEntry]:
+        return self._attempts.jobs_with_attempts_since(start, now, after=after, page_size=page_size)
 
 
 def _holder(taken: ClientError) -> Item:

@@ -16,6 +16,12 @@
        └──────────── end first (reports reordered) ───────────────▶ ended
 
 Job names never start with '#', so neither key is a job's; neither carries an indexed attribute.
+
+A pass reads every warm pool `live` names, 100 keys per BatchGetItem: a warm pool left unread would
+hold instances the pass hands out again, so the read is exact rather than capped. What it costs
+follows the warm pools held, which their pools' capacity bounds (each holds at least one instance),
+not the queue's depth; ended and run-out ones leave `live` at the next read. The one bound is the
+registry item's 400 KB: about 6,000 names of 63 characters, far past any capacity.
 """
 
 from __future__ import annotations
@@ -40,8 +46,6 @@ from smq_lambda.domain.warm_pools import REUSED, TERMINATED, WarmPool, WarmPoolT
 REGISTRY_KEY = "#warm-pools"
 WARM_POOL_PREFIX = "#warm#"
 AVAILABLE_STATUS, RELEASED_STATUS = "available", "released"
-MAX_WARM_POOLS = 100
-"""The most warm pools a pass reads: far more than any pool's capacity holds at once."""
 ENDED_TTL = timedelta(days=7)
 TRANSACTION_CANCELED = "TransactionCanceledException"
 
@@ -129,12 +133,12 @@ class DynamoWarmPools:
         return True
 
     def available(self, now: datetime) -> list[WarmPool]:
-        """The registry, then its warm pools by key (strongly consistent). Those that ran out
-        (`until` passed: SageMaker has ended them, whatever report was lost) are left out, and
+        """The registry, then every warm pool it names, by key (strongly consistent). Those that ran
+        out (`until` passed: SageMaker has ended them, whatever report was lost) are left out, and
         dropped from the registry with any it names that ended, so it never fills with them (their
         end report, should it come, still counts them once)."""
         registry = get_item(self._client, self._table, REGISTRY_KEY) or {}
-        names = sorted(registry.get("live", {}).get("SS", []))[:MAX_WARM_POOLS]
+        names = sorted(registry.get("live", {}).get("SS", []))
         items = batch_get(self._client, self._table, [warm_pool_key(name) for name in names])
         held = [
             _warm_pool(item) for item in items if item.get("status", {}).get("S") in (AVAILABLE_STATUS, RELEASED_STATUS)

@@ -13,8 +13,10 @@ Item layout (partition key `name`):
                                                    plan, warm_key): a flexible job's preferences
                                                    (absent when pinned)
     attempts                                    L  of M (number, training_job_name, started_at, ...):
-                                                   the most recent MAX_INLINE_ATTEMPTS only; an
-                                                   attempt of a flexible job has its `placement` (M),
+                                                   the most recent MAX_INLINE_ATTEMPTS only; each
+                                                   has its `placement` (M, as above, plus the
+                                                   `warm_pool` it started on; absent for instance
+                                                   groups and in items of releases before 0.1.0),
                                                    one whose keep-alive the queue decided its
                                                    `keep_alive_s` (N)
     earlier_attempts                            N  attempts no longer kept in full (absent when 0)
@@ -345,6 +347,8 @@ def _placement_to_map(placement: Placement) -> Item:
         entry["plan"] = {"S": placement.training_plan_arn}
     if placement.warm_key is not None:
         entry["warm_key"] = {"S": placement.warm_key}
+    if placement.warm_pool is not None:
+        entry["warm_pool"] = {"S": placement.warm_pool}
     return entry
 
 
@@ -357,6 +361,7 @@ def _placement_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Placement:
         spot=entry.get("spot", {}).get("BOOL", False),
         training_plan_arn=_optional_s(entry, "plan"),
         warm_key=_optional_s(entry, "warm_key"),
+        warm_pool=_optional_s(entry, "warm_pool"),
     )
 
 

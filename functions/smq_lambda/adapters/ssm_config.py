@@ -10,13 +10,15 @@ the API accepts nothing (500, "the queue is misconfigured") until it is fixed. N
 deploy-time pools (they may hold more than an operator has since allowed, and no team quotas) nor an
 empty set of pools (every job unlimited when unpooled types run unlimited) would fail closed. SSM
 throttling or failing on its side, or not answering at all, is ServiceUnavailable (it passes, and
-the API says 503) until a configuration is in force, which then stays.
+the API says 503) until a configuration is in force, which then stays. A valid document's likely
+mistakes (`QueueConfigDocument.warnings`) are logged as warnings each time it is read.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities import parameters
 
 from smq_lambda.adapters.ssm_document import DocumentRules, SsmDocument
@@ -26,6 +28,8 @@ from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.settings import Settings
 
 INVALID_CONFIGURATION_METRIC = "InvalidConfiguration"
+
+logger = Logger(service="smq", child=True)
 
 
 def _nothing() -> SchedulerConfig:
@@ -56,4 +60,6 @@ class SsmConfigSource:
 
     def _config(self, value: Any, source: str) -> SchedulerConfig:
         document = parse_config_document(value, source=source)
+        for warning in document.warnings:
+            logger.warning("configuration document: a likely mistake", extra={"source": source, "warning": str(warning)})
         return SchedulerConfig.of(document, unpooled=self._settings.unpooled, backfill=self._settings.backfill)

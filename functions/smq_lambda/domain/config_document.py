@@ -42,6 +42,13 @@ most MAX_COUNT (domain/bounds.py); prices and budgets have their own bounds (cos
 Anything else is refused with a ConfigDocumentError naming the key path
 (`quotas.vision.sharing: 'share' is not one of reserve, lend, lend_and_borrow`), so a typo is
 reported instead of silently changing how the queue schedules.
+
+One mistake is a warning instead (`QueueConfigDocument.warnings`, each naming its key path): with
+quotas, a budget for a team that is not configured, which no new job can name (its team tag must
+name a configured team). Refusing it would turn documents earlier releases took into invalid ones,
+and with no valid version left the queue starts and accepts nothing (adapters/ssm_config.py); and
+such a budget still holds the jobs queued while its team had a quota (their spend keeps the team's
+name: domain/cost_totals.py).
 """
 
 from __future__ import annotations
@@ -93,6 +100,17 @@ TAG_PUNCTUATION = frozenset("_.:/=+-@")
 """With letters, digits and spaces, the characters SageMaker allows in tag keys and values."""
 
 
+@dataclass(frozen=True)
+class ConfigWarning:
+    """A likely mistake that leaves the document valid; `path` names the key (`budgets.visoin`)."""
+
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
 class ConfigDocumentError(ConfigError):
     """The configuration document breaks a rule; `path` names the key (`quotas.vision.sharing`),
     empty for the document as a whole."""
@@ -119,6 +137,8 @@ class QueueConfigDocument:
     """Per name, the training plans (plan_document.py); their pools are in `pools`, each `plan:<name>`."""
     warm_pools: WarmPoolPolicy | None = None
     """The `warm_pools` section (warm_pool_document.py); None: keep-alives are sent as submitted."""
+    warnings: tuple[ConfigWarning, ...] = ()
+    """Likely mistakes the document is valid with (the module docstring), for whoever reads it to show."""
 
 
 def parse_config_document(value: Any, *, source: str) -> QueueConfigDocument:
@@ -186,6 +206,7 @@ class _Parser:
             spot=spot,
             training_plans=training_plans,
             warm_pools=parse_warm_pools(value["warm_pools"], self) if "warm_pools" in value else None,
+            warnings=_unnamed_budget_teams(costs.budgets, teams),
         )
 
     def pools(self, value: Any, *, path: str) -> dict[str, int]:
@@ -320,6 +341,23 @@ class _Parser:
         if not low_ok or value > maximum:
             raise self.fail(path, f"must be {what}, not {value!r}")
         return float(value)
+
+
+def _unnamed_budget_teams(budgets: Mapping[str, Budget], teams: Teams) -> tuple[ConfigWarning, ...]:
+    """A warning for each budget whose team no new job can name: with quotas, a team tag must name a
+    configured team (service/submission_tags.py)."""
+    if not teams.enabled:
+        return ()
+    configured = ", ".join(repr(team) for team in sorted(teams.quotas))
+    return tuple(
+        ConfigWarning(
+            f"budgets.{team}",
+            f"{team!r} is not a configured team: with quotas, a job's team tag must name one of {configured}, so no "
+            f"new job counts against this budget (only jobs queued while {team!r} was a team do)",
+        )
+        for team in budgets
+        if team not in teams.quotas
+    )
 
 
 def dotted(*parts: str) -> str:

@@ -16,10 +16,23 @@ from smq_lambda.domain.model import Job, tag_value
 from smq_lambda.domain.teams import UNASSIGNED
 
 UNTAGGED = "(untagged)"
+"""The group of a `tag:<key>` dimension for jobs without that tag."""
+OTHER = "(other)"
+"""The group of a `tag:<key>` dimension that takes a day's values past MAX_TAG_GROUPS_PER_DAY.
+Neither name can be a tag's value: AWS tags allow no parentheses."""
+OTHER_OWNERS = "(other owners)"
+"""The group of the `owner` dimension that sums the owners a caller may not see apart (only an
+admin sees each): no owner's name, an ARN holds no parentheses."""
+MAX_TAG_GROUPS_PER_DAY = 200
+"""Distinct values of one cost tag the ledger keeps apart per UTC day; later ones count in OTHER, so
+that a tag with a value per run never fills a day's item (adapters/dynamodb_costs.py)."""
+ELLIPSIS = "…"
+MAX_TAG_GROUP_BYTES = 128
+"""The longest cost tag group in UTF-8 (what DynamoDB counts): a longer value (tags allow 256
+characters, of up to 4 bytes each) is cut, ending in '…'."""
 SPEND_KEPT_DAYS = 400
 """How long recorded spend is kept (the ledger's items expire that long after their day), and so how
 far back a cost report may reach: an older day could be partly forgotten."""
-"""The group of a `tag:<key>` dimension for jobs without that tag."""
 TAG_DIMENSION_PREFIX = "tag:"
 
 
@@ -64,8 +77,19 @@ class CostFigures:
 def cost_groups(job: Job, cost_tags: Collection[str]) -> dict[str, str]:
     """Dimension → group that `job`'s spend counts under: its team tag's value (UNASSIGNED, as in
     GET /quotas, without one; a team with no quota keeps its name: spend is not scheduling), its
-    owner, and its value of each configured cost tag (`tag:<key>`)."""
+    owner, and its value of each configured cost tag (`tag:<key>`, cut by `tag_group`)."""
     groups = {"team": job.team or UNASSIGNED, "owner": job.owner}
     for key in cost_tags:
-        groups[f"{TAG_DIMENSION_PREFIX}{key}"] = tag_value(job.request, key) or UNTAGGED
+        groups[f"{TAG_DIMENSION_PREFIX}{key}"] = tag_group(tag_value(job.request, key) or UNTAGGED)
     return groups
+
+
+def tag_group(value: str) -> str:
+    """A cost tag's value as its group: at most MAX_TAG_GROUP_BYTES, a longer one cut between two
+    characters to end in '…' (which no tag value holds, so a cut value is never another's whole
+    one). Cutting a group again changes nothing."""
+    encoded = value.encode()
+    if len(encoded) <= MAX_TAG_GROUP_BYTES:
+        return value
+    kept = encoded[: MAX_TAG_GROUP_BYTES - len(ELLIPSIS.encode())].decode(errors="ignore")
+    return f"{kept}{ELLIPSIS}"

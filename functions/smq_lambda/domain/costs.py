@@ -8,7 +8,7 @@ needs no second price: the saving is the training time it did not bill (`Trainin
 uses one is None, never $0, so nothing unpriced ever looks free.
 
 Waste is spend that bought nothing: the training an attempt's job must redo after the attempt was
-preempted, interrupted or moved (it resumes from its last checkpoint, which the queue cannot see:
+preempted, stopped for its training plan's window, interrupted or moved (it resumes from its last checkpoint, which the queue cannot see:
 without a `CheckpointConfig` the whole attempt is redone, with one at most REDONE_WITH_CHECKPOINTS_S
 per instance), and the idle time before an idle stop. What an idle stop avoided is the rest of the
 attempt's `MaxRuntimeInSeconds` it cut, priced.
@@ -22,6 +22,7 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import Placement
 
 SECONDS_PER_HOUR = 3600
 REDONE_WITH_CHECKPOINTS_S = 300
@@ -30,6 +31,7 @@ its checkpoints, and SageMaker's guidance (and the reference trainer) checkpoint
 RESUMED_OUTCOMES = frozenset(
     {
         AttemptOutcome.PREEMPTED,
+        AttemptOutcome.PLAN_WINDOW_CLOSED,
         AttemptOutcome.SPOT_FALLBACK,
         AttemptOutcome.INFRASTRUCTURE_FAILURE,
         AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
@@ -147,12 +149,14 @@ class CostEstimate:
     ceiling: bool
 
 
-def estimated_cost(job: Job, prices: Prices, *, expected_s: int | None = None) -> CostEstimate | None:
+def estimated_cost(
+    job: Job, prices: Prices, *, expected_s: int | None = None, at: Placement | None = None
+) -> CostEstimate | None:
     """The job's expected cost: its expected duration (`expected_s` when the caller knows better,
     else the `smq:expected-duration` tag), else its MaxRuntimeInSeconds (SageMaker's default of a
-    day when the request names none) as a ceiling, times its instances' hourly rate. None when
-    unpriced."""
-    rate = hourly_rate(job.instance_types, prices)
+    day when the request names none) as a ceiling, times its instances' hourly rate: at placement
+    `at` when given (the one a pass chose), else where it runs or is listed. None when unpriced."""
+    rate = hourly_rate(job.instance_types if at is None else {at.instance_type: at.count}, prices)
     seconds = expected_s if expected_s is not None else job.expected_duration_s
     ceiling = seconds is None
     if seconds is None:

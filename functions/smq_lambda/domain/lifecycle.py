@@ -83,14 +83,17 @@ def start(
     `nonce` (given only where a test wants a fixed one), and recorded with the job's conditional
     write before anything asks SageMaker to create it, so every retry of the create uses the same
     name. Only the most recent attempts stay in full (see MAX_INLINE_ATTEMPTS); the numbering counts
-    them all. A flexible job starts at `placement`, the one the pass chose: it holds that placement's
-    instances until it is pending again; so does a pinned spot job placed at one of its purchase
-    options (scheduling/purchase_options.py). `keep_alive_s`: the pass's keep-alive ceiling
-    (`StartJob.keep_alive_s`); the attempt records the keep-alive it sends."""
+    them all. The attempt records its placement, the pass's choice (`StartJob.placement`), and
+    holds that placement's instances until its job is pending again and its training job has ended:
+    a flexible job's chosen preference, a spot job's purchase option
+    (scheduling/purchase_options.py), a pinned job's own type and count when none is given (a job of
+    instance groups has none). `keep_alive_s`: the pass's keep-alive ceiling (`StartJob.keep_alive_s`);
+    the attempt records the keep-alive it sends."""
     if placement is None and job.placements:
         raise ValueError(f"job {job.name}: a flexible job starts at a placement")
-    if placement is not None and not job.placements and not job.purchase.spot:
-        raise ValueError(f"job {job.name}: a pinned on-demand job starts at no placement")
+    placement = placement or job.own_placement
+    if placement is not None and not job.placements and job.own_placement is None:
+        raise ValueError(f"job {job.name}: a job of instance groups starts at no placement")
     number = job.next_attempt_number
     attempt = Attempt(
         number=number,
@@ -165,9 +168,28 @@ def _least_seconds_of(refusals: int) -> int:
 
 def request_stop(job: Job, now: datetime, *, preempt: bool, reason: str, history: str | None = None) -> Job:
     """A stop was decided: preemption returns the job to the queue, a cancel ends it. `history`:
-    a note the scheduler keeps in the job's history (how it is treated from now on)."""
-    stopping = _advance(job, JobState.PREEMPTING if preempt else JobState.STOPPING, now, reason=reason)
+    a note the scheduler keeps in the job's history (how it is treated from now on). It replaces
+    the ending an earlier stop set (a cancel of a job stopping for its plan's window ends it
+    cancelled)."""
+    target = JobState.PREEMPTING if preempt else JobState.STOPPING
+    stopping = _advance(job, target, now, reason=reason, stop_outcome=None)
     return stopping if history is None else with_change(stopping, Change(at=now, by=SCHEDULER, what=history))
+
+
+def preempt(job: Job, now: datetime, *, outcome: AttemptOutcome, reason: str, history: str | None = None) -> Job:
+    """The queue stops the attempt and queues the job again (→ preempting); when the stop lands the
+    attempt closes with `outcome` (`end_preemption`): PREEMPTED for a job of higher priority, or
+    PLAN_WINDOW_CLOSED before a training plan's window ends. Only a PLAN_WINDOW_CLOSED is stored
+    (`stop_outcome`): a preempting job without one, also of an earlier release, was preempted."""
+    preempting = request_stop(job, now, preempt=True, reason=reason, history=history)
+    return preempting if outcome is AttemptOutcome.PREEMPTED else replace(preempting, stop_outcome=outcome)
+
+
+def end_preemption(job: Job, now: datetime) -> Job:
+    """A `preempting` job's attempt has ended (SageMaker reports Stopped, or no longer knows it):
+    it closes with the outcome its stop was for (`preempt`), and the job waits again."""
+    outcome = job.stop_outcome or AttemptOutcome.PREEMPTED
+    return replace(requeue(job, now, outcome=outcome, reason=job.reason or str(outcome)), stop_outcome=None)
 
 
 def stop_for_governance(job: Job, now: datetime, *, outcome: AttemptOutcome, reason: str) -> Job:
@@ -212,12 +234,16 @@ def retry_failed(job: Job, now: datetime, *, reason: str) -> Job:
 def fall_back_to_on_demand(job: Job, now: datetime, *, request: Mapping[str, Any], reason: str) -> Job:
     """A managed-spot attempt was interrupted too often (or stopped at its MaxWaitTimeInSeconds):
     it closes as SPOT_FALLBACK and the
-    job waits again with `request`, its on-demand version, which replaces the stored request for
-    good, so no later attempt of the job goes back to spot. The job's history keeps the reason
-    after the queue's wait explanations have replaced it as the job's current reason."""
+    job waits again with `request`, its on-demand version, which replaces the stored request (and
+    the purchase option of its preferences) for good, so no later attempt of the job goes back to
+    spot. The closed attempt keeps its placement: it holds its spot instances until it has stopped.
+    The job's history keeps the reason after the queue's wait explanations have replaced it as the
+    job's current reason."""
     requeued = requeue(job, now, outcome=AttemptOutcome.SPOT_FALLBACK, reason=reason)
     changed = with_change(requeued, Change(at=now, by=GOVERNANCE, what=reason))
-    return replace(changed, request=request, purchase=purchase_of(request))
+    purchase = purchase_of(request)
+    placements = tuple(replace(placement, spot=purchase.spot) for placement in job.placements)
+    return replace(changed, request=request, purchase=purchase, placements=placements)
 
 
 def finish(job: Job, target: JobState, now: datetime, *, outcome: AttemptOutcome, reason: str | None) -> Job:

@@ -59,7 +59,10 @@ class Attempt:
     """When the owner was warned of the attempt's low GPU utilization (`idle.warn_below_percent`):
     at most once per attempt."""
     placement: Placement | None = None
-    """Where the pass placed a flexible job's attempt (domain/placement.py); None for a pinned job."""
+    """Where the pass placed the attempt (domain/placement.py), recorded before SageMaker is asked to
+    create it: the one source, from then on, of the request sent, what the attempt holds while it
+    starts, runs and stops (also once its job has moved on), its price and what is learned from it.
+    None only for instance groups (they hold `Job.demand`) and for attempts of an older release."""
     keep_alive_s: int | None = None
     """The KeepAlivePeriodInSeconds the queue sent (0: removed); None: the request's own, as submitted."""
 
@@ -135,10 +138,35 @@ class Job:
     (domain/warm_pools.warm_key_of), set at submission: the pass matches jobs to warm pools by it."""
 
     @property
+    def held(self) -> Mapping[str, int]:
+        """Instances per pool a live job holds: its current attempt's placement (instance groups:
+        `demand`)."""
+        attempt = self.current_attempt
+        return self.demand if attempt is None else self.held_by(attempt)
+
+    def held_by(self, attempt: Attempt) -> Mapping[str, int]:
+        """Instances per pool `attempt` holds while its training job lives, whatever its job does
+        since (a fallback, a preemption, a new attempt): its placement's, else (instance groups)
+        the job's demand."""
+        return self.demand if attempt.placement is None else attempt.placement.demand
+
+    def attempt(self, number: int) -> Attempt | None:
+        """Attempt `number`, when it is still kept in full."""
+        return next((attempt for attempt in self.attempts if attempt.number == number), None)
+
+    @property
     def selected(self) -> Placement | None:
-        """The placement of the current (or last) attempt of a flexible job."""
+        """The placement of the current (or last) attempt."""
         attempt = self.current_attempt
         return None if attempt is None else attempt.placement
+
+    @property
+    def own_placement(self) -> Placement | None:
+        """A pinned job's one placement: its type and count, on its request's purchase option, in
+        the type's pool; None for a flexible job or one of instance groups."""
+        if self.placements or len(self.demand) != 1 or self.state is not JobState.PENDING:
+            return None
+        return Placement(self.pool, self.instances, spot=self.purchase.spot)
 
     @property
     def listed_demand(self) -> Mapping[str, int]:

@@ -14,6 +14,9 @@ class AttemptOutcome(StrEnum):
     FAILED = "failed"
     PREEMPTED = "preempted"
     """Stopped for a job of higher priority; the job waits again."""
+    PLAN_WINDOW_CLOSED = "plan-window-closed"
+    """Stopped by the queue before its training plan's window ended; the job waits again. Not a
+    preemption: `max_preemptions` does not count it."""
     STOPPED = "stopped"
     """Stopped by a cancel, or from outside the queue; the job ends cancelled."""
     REFUSED = "refused"

@@ -27,6 +27,7 @@ from typing import Any
 PREFERENCES_MEMBER = "InstancePreferences"
 SPOT_MEMBER = "EnableManagedSpotTraining"
 SPOT_ONLY_STOPPING_MEMBER = "MaxWaitTimeInSeconds"
+PLAN_MEMBER = "TrainingPlanArn"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class Placement:
     warm_key: str | None = None
     """The warm-pool matching digest of the request pinned here (domain/warm_pools.warm_key_of), set
     at submission: a flexible job leaves and reuses warm pools at each placement by it."""
+    warm_pool: str | None = None
+    """The training job whose warm pool an attempt started on (scheduling/warm_pools.py); None on a
+    preference, and for an attempt that started cold. Recorded so later passes count those
+    instances once: as the attempt's, no longer as the warm pool's."""
 
     @property
     def pool_name(self) -> str:
@@ -91,14 +96,17 @@ def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str
     """`request` pinned to `placement` (a deep copy; `request` is untouched): no
     `InstancePreferences`; `InstanceType` / `InstanceCount` of the placement; its purchase option
     (on demand: `EnableManagedSpotTraining` false and the spot-only `MaxWaitTimeInSeconds` removed);
-    its training plan, if any."""
+    its training plan, and no other (a job-level `TrainingPlanArn` the placement does not name would
+    start the job on capacity the queue does not count). The placement is the only source of all
+    of these."""
     pinned = copy.deepcopy(dict(request))
     resources = pinned.setdefault("ResourceConfig", {})
     resources.pop(PREFERENCES_MEMBER, None)
+    resources.pop(PLAN_MEMBER, None)
     resources["InstanceType"] = placement.instance_type
     resources["InstanceCount"] = placement.count
     if placement.training_plan_arn is not None:
-        resources["TrainingPlanArn"] = placement.training_plan_arn
+        resources[PLAN_MEMBER] = placement.training_plan_arn
     if placement.spot:
         pinned[SPOT_MEMBER] = True
     elif pinned.get(SPOT_MEMBER) is True:
@@ -111,5 +119,5 @@ def pinned_request(request: Mapping[str, Any], placement: Placement) -> dict[str
 
 def request_as_sent(request: Mapping[str, Any], placement: Placement | None) -> Mapping[str, Any]:
     """The request an attempt was started with, as far as its instances go: pinned to the attempt's
-    placement for a flexible job, the request itself for a pinned one."""
+    placement, or the request itself for an attempt without one (instance groups)."""
     return request if placement is None else pinned_request(request, placement)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smq_lambda.domain.bounds import MAX_INSTANCES
@@ -76,6 +76,11 @@ class TrainingPlan:
         """The window open at `now` (started, and more than the stop margin before its end)."""
         return next((window for window in self.windows if window.start <= now < self.closes(window)), None)
 
+    def next_window(self, now: datetime) -> PlanWindow | None:
+        """The window open at `now`, else the next to open; None when no window takes a start from
+        `now` on, so a job for the plan could never start."""
+        return next((window for window in self.windows if now < self.closes(window)), None)
+
     def next_opening(self, now: datetime) -> datetime | None:
         """When the first window that opens after `now` does; None when none does."""
         return next((window.start for window in self.windows if window.start > now), None)
@@ -83,6 +88,11 @@ class TrainingPlan:
     def boundaries(self) -> list[datetime]:
         """Every moment the plan's pool opens or closes."""
         return [moment for window in self.windows for moment in (window.start, self.closes(window))]
+
+
+def utc_text(moment: datetime) -> str:
+    """`moment` as the configuration document writes it, in UTC (2026-12-01T00:00:00Z)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def plan_pools(plans: Mapping[str, TrainingPlan]) -> dict[str, int]:

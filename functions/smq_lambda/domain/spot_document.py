@@ -49,12 +49,6 @@ class SpotSection:
     on_demand_after_s: int | None = None
     adaptive: AdaptiveSpot | None = None
 
-    @property
-    def places_on_demand(self) -> bool:
-        """Whether the queue ever places a spot job on demand (after a wait, or while its type is
-        interrupted often): else only its interruption and MaxWait fallbacks take it there."""
-        return self.on_demand_after_s is not None or self.adaptive is not None
-
 
 def parse_spot_section(value: Any, pools: Mapping[str, int], parser: SectionParser) -> SpotSection:
     """The `spot` section, checked against the document's on-demand `pools`."""

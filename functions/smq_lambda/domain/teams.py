@@ -188,7 +188,7 @@ def held_in_pools(jobs: Iterable[Job], teams: Teams) -> dict[tuple[str, str], in
     for job in jobs:
         if job.is_live:
             group = teams.team_of(job.team)
-            for pool, count in job.demand.items():
+            for pool, count in job.held.items():
                 held[group, pool] = held.get((group, pool), 0) + count
     return held
 

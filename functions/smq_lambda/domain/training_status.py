@@ -38,6 +38,7 @@ ENDED_IN_SAGEMAKER = frozenset(
         AttemptOutcome.COMPLETED,
         AttemptOutcome.FAILED,
         AttemptOutcome.PREEMPTED,
+        AttemptOutcome.PLAN_WINDOW_CLOSED,
         AttemptOutcome.STOPPED,
         AttemptOutcome.MAX_RUNTIME_EXCEEDED,
         AttemptOutcome.INFRASTRUCTURE_FAILURE,
@@ -51,12 +52,24 @@ ENDED_IN_SAGEMAKER = frozenset(
 def is_stale(job: Job, attempt_number: int, status: TrainingJobStatus) -> bool:
     """A report that the training job of an attempt is still busy, arriving after SageMaker reported
     its end (events are delivered late and out of order): its instances are not held any more. (The
-    orphan check still stops such a training job: a stop of an ended job is harmless, and a job
-    that truly still runs is stopped.)"""
+    orphan check still stops such a training job unless SageMaker itself reported its end
+    (`reported_ended`): a stop of an ended job is harmless, and a job that truly still runs is
+    stopped.)"""
     if status.status not in (IN_PROGRESS, STOPPING):
         return False
     attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
     return attempt is not None and attempt.outcome in ENDED_IN_SAGEMAKER
+
+
+REPORTED_ENDINGS = frozenset({AttemptOutcome.COMPLETED, AttemptOutcome.FAILED, AttemptOutcome.MAX_RUNTIME_EXCEEDED})
+"""Outcomes only SageMaker's own end report of the training job records: it cannot run again."""
+
+
+def reported_ended(job: Job, attempt_number: int) -> bool:
+    """SageMaker reported the end of attempt `attempt_number`'s training job: a later report that
+    it is in progress was delivered late."""
+    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    return attempt is not None and attempt.outcome in REPORTED_ENDINGS
 
 
 def is_own_attempt(job: Job, attempt_number: int, training_job_name: str) -> bool:
@@ -92,7 +105,7 @@ def apply_status(job: Job, attempt_number: int, status: TrainingJobStatus, now: 
 
 def _stopped(job: Job, status: TrainingJobStatus, now: datetime) -> Job:
     if job.state is JobState.PREEMPTING:
-        return lifecycle.requeue(job, now, outcome=AttemptOutcome.PREEMPTED, reason=job.reason or "preempted")
+        return lifecycle.end_preemption(job, now)
     if job.state is JobState.STOPPING:
         return lifecycle.end_stopped(job, now)
     if status.secondary_status == MAX_RUNTIME_EXCEEDED:
@@ -106,7 +119,7 @@ def vanished(job: Job, now: datetime) -> Job:
     """SageMaker has no job for a live attempt that was created earlier (never a `starting` one,
     which is re-created instead): a stop that was asked for has its effect; anything else failed."""
     if job.state is JobState.PREEMPTING:
-        return lifecycle.requeue(job, now, outcome=AttemptOutcome.PREEMPTED, reason=job.reason or "preempted")
+        return lifecycle.end_preemption(job, now)
     if job.state is JobState.STOPPING:
         return lifecycle.end_stopped(job, now)
     reason = "SageMaker no longer knows this training job"

@@ -5,8 +5,17 @@ completed jobs most like it, looked up at three levels, the most specific first:
 
 1. family: the same owner and job family (`family_of`: its `smq:family` tag, else its name without
    a trailing counter or timestamp);
-2. owner-pool: the same owner and pool;
-3. pool: anyone's jobs in the pool.
+2. owner-pool: the same owner and instance type;
+3. pool: anyone's jobs of the instance type.
+
+The instance type (`duration_type`) is the one its attempt was placed on, else the job's own, never
+the pool: a spot job runs in its type's spot pool (`<type>:spot`) but waits listed under its type,
+and a job on a training plan in the plan's pool, so a key by pool would be learned under one name
+and looked up under another. Spot and on-demand runs of a type share what was learned: the type
+trains as fast either way, and an interruption's lost time is already in a completed job's total.
+(The levels keep their names, `owner-pool` and `pool`, as the items of earlier releases do: those
+releases kept the durations of a type's spot pool and its training plans' pools apart, and those
+items are still read, as older durations of the type: `earlier_keys`.)
 
 The first level with at least MIN_SAMPLES durations gives a band: its BAND_PERCENTILES (low,
 likely, high), each capped by the job's MaxRuntimeInSeconds, since SageMaker stops an attempt then.
@@ -31,6 +40,7 @@ from enum import StrEnum
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.purchase import spot_pool
 
 FAMILY_TAG = "smq:family"
 """The tag that names a job's family outright (kept as `Job.family` at submission)."""
@@ -47,7 +57,12 @@ not foresee (new jobs of higher priority, work redone after a stop), so each dur
 hold more than the share of starts wanted (0.8): the 10th-90th percentiles held 0.66-0.83 of the
 starts in simulation, the 5th-95th 0.73-0.84 (docs/benchmarks.md, before the late end's overrun)."""
 RESUMING_OUTCOMES = frozenset(
-    {AttemptOutcome.PREEMPTED, AttemptOutcome.SPOT_FALLBACK, AttemptOutcome.INFRASTRUCTURE_FAILURE}
+    {
+        AttemptOutcome.PREEMPTED,
+        AttemptOutcome.PLAN_WINDOW_CLOSED,
+        AttemptOutcome.SPOT_FALLBACK,
+        AttemptOutcome.INFRASTRUCTURE_FAILURE,
+    }
 )
 """Attempts whose training a job keeps: it waits again and resumes from its checkpoint."""
 
@@ -113,12 +128,36 @@ def family_of(job: Job) -> str:
     return job.family or family_of_name(job.name)
 
 
+def duration_type(job: Job) -> str:
+    """The instance type the job's durations are learned and looked up under: its current (or last)
+    attempt's placement's, else the job's (a waiting flexible job's first preference, the first
+    instance group's)."""
+    attempt = job.current_attempt
+    if attempt is not None and attempt.placement is not None:
+        return attempt.placement.instance_type
+    return next(iter(job.instance_types))
+
+
 def keys_for(job: Job) -> tuple[DurationKey, DurationKey, DurationKey]:
-    """The job's summaries, the most specific first: (owner, family), (owner, pool), pool."""
+    """The job's summaries, the most specific first: (owner, family), (owner, type), type."""
+    instance_type = duration_type(job)
     return (
         DurationKey(Level.FAMILY, f"{job.owner}#{family_of(job)}"),
-        DurationKey(Level.OWNER_POOL, f"{job.owner}#{job.pool}"),
-        DurationKey(Level.POOL, job.pool),
+        DurationKey(Level.OWNER_POOL, f"{job.owner}#{instance_type}"),
+        DurationKey(Level.POOL, instance_type),
+    )
+
+
+def earlier_keys(job: Job) -> tuple[DurationKey, ...]:
+    """Where earlier releases kept durations of the job's type by pool rather than by type: the
+    type's spot pool and the pools of the training plans the job names, at the owner's level and
+    everyone's. Read only, as older durations of the type's levels (`expected_duration`)."""
+    instance_type = duration_type(job)
+    plans = (placement.pool for placement in job.placements if placement.instance_type == instance_type)
+    pools = dict.fromkeys((spot_pool(instance_type), *(pool for pool in plans if pool)))
+    return (
+        *(DurationKey(Level.OWNER_POOL, f"{job.owner}#{pool}") for pool in pools),
+        *(DurationKey(Level.POOL, pool) for pool in pools),
     )
 
 
@@ -129,6 +168,13 @@ class DurationSummary:
 
     seconds: tuple[float, ...] = ()
     counted: tuple[str, ...] = ()
+
+    def after(self, earlier: DurationSummary) -> DurationSummary:
+        """This summary's durations with `earlier`'s before them (older), bounded as a summary is."""
+        return DurationSummary(
+            seconds=(*earlier.seconds, *self.seconds)[-MAX_SAMPLES:],
+            counted=(*earlier.counted, *self.counted)[-MAX_COUNTED_JOBS:],
+        )
 
     def with_duration(self, job_id: str, seconds: float) -> DurationSummary:
         """This summary with a job's duration added; itself when the job was already counted."""
@@ -187,7 +233,7 @@ def expected_duration(job: Job, history: DurationHistory) -> DurationBand:
         tagged = float(job.expected_duration_s)
         return DurationBand(tagged, tagged, tagged, Basis.TAG)
     cap = math.inf if job.max_runtime_s is None else float(job.max_runtime_s)
-    summaries = [(key, summary) for key in keys_for(job) if (summary := history.get(key)) and summary.seconds]
+    summaries = [(key, summary) for key in keys_for(job) if (summary := _read(key, job, history)).seconds]
     for key, summary in summaries:
         if len(summary.seconds) >= MIN_SAMPLES:
             low, likely, high = (min(summary.percentile(q), cap) for q in BAND_PERCENTILES)
@@ -198,6 +244,16 @@ def expected_duration(job: Job, history: DurationHistory) -> DurationBand:
     if math.isinf(cap):
         return DurationBand(cap, cap, cap, Basis.UNKNOWN)
     return DurationBand(0.0, cap, cap, Basis.MAX_RUNTIME)
+
+
+def _read(key: DurationKey, job: Job, history: DurationHistory) -> DurationSummary:
+    """The summary of `key`, after what earlier releases kept for its level (`earlier_keys`)."""
+    summary = history.get(key) or DurationSummary()
+    for earlier in earlier_keys(job):
+        kept = history.get(earlier)
+        if earlier.level is key.level and kept is not None:
+            summary = summary.after(kept)
+    return summary
 
 
 def trained_before(job: Job) -> float:

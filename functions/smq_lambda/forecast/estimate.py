@@ -41,7 +41,10 @@ about 0.2 s (1 s with backfill, whose passes try every waiting job beside the he
 Jobs left without a time at the bound say so.
 
 Capacity as the pass sees it: a replay keeps the spot interruption rates the pass decided with
-(adaptive spot) and steps at every training plan window's opening and close. It does not hold
+(adaptive spot) and steps at every training plan window's opening and close. Budgets as the pass
+sees them: a replay holds jobs by their team's hold budget, its spend growing as attempts end (see
+`queue_replay`); a job still held when the replay ends is told it starts when the budget allows (its
+reset on the first of the next UTC month, or a raise), not a time. It does not hold
 warm pools: their instances count as free, since the pass ends a warm pool for the first waiting
 job that needs its instances and does not match it (scheduling/warm_pools.py), about a minute's
 difference the estimate does not model.
@@ -55,6 +58,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from smq_lambda.domain.budgets import next_month_start
 from smq_lambda.domain.durations import EXPECTED_DURATION_TAG
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
@@ -62,6 +66,7 @@ from smq_lambda.forecast.durations import NO_HISTORY, Basis, DurationHistory, ex
 from smq_lambda.forecast.queue_replay import Replay
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
 from smq_lambda.replay.trace_job import DEFAULT_STOP_S
+from smq_lambda.scheduling.budget_hold import budget_team
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 DEFAULT_HORIZON = timedelta(days=7)
@@ -138,7 +143,8 @@ def estimate_starts(
         return replay
 
     likely = played(1)
-    stops = bool(likely.counts["preemptions"]) or any(job.state in STOPPING for job in jobs)
+    stopped = likely.counts["preemptions"] + likely.counts["plan_window_stops"]
+    stops = bool(stopped) or any(job.state in STOPPING for job in jobs)
     replays = {1: likely, **{end: played(end) for end in _other_ends(left.values(), stops=stops)}}
     cut_short = bool(likely.waiting) and bool(likely.events) and likely.events[0][0] <= horizon.total_seconds()
     holding = likely.still_holding()
@@ -146,6 +152,9 @@ def estimate_starts(
     for job in targets:
         outside = _outside(job, snapshot.external_usage)
         earliest, at, latest = _sorted_starts(replays, job.name)
+        if job.name in likely.budget_held and math.isinf(at):
+            estimates[job.name] = StartEstimate(job.name, None, _held_by_budget(job, now))
+            continue
         if math.isinf(at):
             why = _not_started(job, config, holding, left, horizon, cut_short=cut_short)
             estimates[job.name] = StartEstimate(job.name, None, why + outside)
@@ -183,6 +192,8 @@ def _replay(
             jobs=tuple(jobs),
             external_usage=snapshot.external_usage,
             team_usage=snapshot.team_usage,
+            team_spend=snapshot.team_spend,
+            prices=snapshot.prices,
             spot_rates=snapshot.spot_rates,
         ),
         now,
@@ -269,6 +280,15 @@ def _not_started(
     if cut_short:
         return "not estimated: the replay reached its bound on events before it started"
     return f"not within {_days(horizon)} of replay; assumes {NO_ARRIVALS}"
+
+
+def _held_by_budget(job: Job, now: datetime) -> str:
+    """A job its team's hold budget holds at the replay's end starts only when the budget allows:
+    the replay raises no budget and resets no month, so it is told both ways out."""
+    return (
+        f"when team {budget_team(job)}'s hold budget allows it: after the budget resets on "
+        f"{next_month_start(now):%Y-%m-%d %H:%M} UTC, or when the budget is raised"
+    )
 
 
 def _outside(job: Job, external_usage: Mapping[str, int]) -> str:

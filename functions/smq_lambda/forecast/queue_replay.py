@@ -8,6 +8,10 @@ What the replay assumes, beyond the durations its caller gives (see `estimate`):
 * start-up takes no time (an attempt trains from the moment it starts), a stop lands `stop_s`
   after it was sent, and a stopped job resumes from where it stopped (it checkpoints);
 * instances held outside the queue stay held, and the teams' past use stays what it is now;
+* with hold budgets, each team's spend this month is what the pass read plus what the attempts that
+  end in the replay cost (priced on demand, as the pass prices a live job): a job its budget holds
+  stays held as its team's running jobs end, and a job is held once its team starts those ahead of
+  it (scheduling/budget_hold.py). Budgets are not raised, and the month does not reset;
 * a pass runs after each moment that changed something, when a start backoff ends, when a
   running job's minimum runtime ends and when a training plan's window opens or closes (the moments
   a pass could decide differently); aging is evaluated at those passes only.
@@ -20,6 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from smq_lambda.domain.costs import accrued_cost
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.plan_document import plan_pools
 from smq_lambda.domain.states import JobState
@@ -29,7 +34,8 @@ from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob
 from smq_lambda.replay.virtual_queue import VirtualQueue
 from smq_lambda.scheduling.actions import Action, StartJob
-from smq_lambda.scheduling.decide import decide
+from smq_lambda.scheduling.budget_hold import budget_team
+from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.plan_windows import boundaries
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
@@ -59,7 +65,7 @@ class Replay(VirtualQueue):
         super().__init__(
             (),
             replay_pools(snapshot, config),
-            lambda view, at: decide(view, at, config),
+            self._decide,
             timing=REPLAY_TIMING,
         )
         self.start = now
@@ -67,6 +73,11 @@ class Replay(VirtualQueue):
         self.team_usage = dict(snapshot.team_usage)
         self.spot_rates = dict(snapshot.spot_rates)
         """The spot interruption rates the pass decided with: a replay keeps them (adaptive spot)."""
+        self.team_spend = None if snapshot.team_spend is None else dict(snapshot.team_spend)
+        """Each team's spend this month, as the hold budgets see it (None: no budget holds a job)."""
+        self.prices = snapshot.prices
+        self.budget_held: frozenset[str] = frozenset()
+        """The jobs the last pass held for their team's budget."""
         self.outside.update({pool: count for pool, count in snapshot.external_usage.items() if count > 0})
         self.waiting = set(targets)
         self.started: dict[str, float] = {}
@@ -86,7 +97,23 @@ class Replay(VirtualQueue):
         return not self.waiting
 
     def _snapshot(self) -> Snapshot:
-        return replace(super()._snapshot(), spot_rates=self.spot_rates)
+        spend = None if self.team_spend is None else dict(self.team_spend)
+        return replace(super()._snapshot(), spot_rates=self.spot_rates, team_spend=spend, prices=self.prices)
+
+    def _decide(self, view: Snapshot, at: datetime) -> list[Action]:
+        decision = decide_pass(view, at, self.config)
+        self.budget_held = decision.budget_held
+        return decision.actions
+
+    def _spend(self, job: Job) -> None:
+        """The job's attempt ends: what it cost is its team's spend from now on, as the cost ledger
+        records an ended attempt (a pass counts a live job's cost as committed instead)."""
+        if self.team_spend is None:
+            return
+        usd = accrued_cost(job, self._now(), self.prices)
+        if usd:
+            team = budget_team(job)
+            self.team_spend[team] = self.team_spend.get(team, 0.0) + usd
 
     def still_holding(self) -> list[Job]:
         """The live jobs when the replay ended."""
@@ -166,16 +193,20 @@ class Replay(VirtualQueue):
         if job.name in self.waiting:
             self.waiting.discard(job.name)
             self.started[job.name] = self.clock
-            self.ahead[job.name] = frozenset(name for pool in job.demand for name in self.finished_in.get(pool, ()))
+            held = self.jobs[job.name].demand  # where it started: a spot job's spot pool, not where it was listed
+            self.ahead[job.name] = frozenset(name for pool in held for name in self.finished_in.get(pool, ()))
         return True
 
     def _complete(self, job: Job) -> None:
+        self._spend(job)
         for pool in job.demand:
             self.finished_in.setdefault(pool, []).append(job.name)
         super()._complete(job)
 
     def _stop_landed(self, job: Job) -> None:
-        """A cancel (or a governance stop) sent before the replay began lands: the job is gone."""
+        """A stop lands and its attempt ends: a preempted job waits again; a cancel (or a governance
+        stop) sent before the replay began leaves the job gone."""
+        self._spend(job)
         attempt = job.current_attempt
         if job.state is not JobState.STOPPING or attempt is None:
             super()._stop_landed(job)

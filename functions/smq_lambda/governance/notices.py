@@ -36,6 +36,8 @@ class NoticeAction(StrEnum):
     RETRY = "retry"
     POLICY_STOP = "policy-stop"
     PREEMPTED = "preempted"
+    PLAN_WINDOW_CLOSED = "plan-window-closed"
+    """Stopped before its training plan's window ended; it waits for its next window."""
     BUDGET = "budget"
     """A team's spend this month reached a threshold of its budget (service/budget_warnings.py)."""
 
@@ -47,6 +49,7 @@ _HEADLINES = {
     NoticeAction.RETRY: "retried after an infrastructure failure",
     NoticeAction.POLICY_STOP: "stopped by the policy",
     NoticeAction.PREEMPTED: "preempted: it waits in the queue again",
+    NoticeAction.PLAN_WINDOW_CLOSED: "stopped before its training plan's window ended: it waits in the queue again",
     NoticeAction.BUDGET: "the last counted before its team reached a budget threshold",
 }
 

@@ -109,7 +109,7 @@ def create_app(
             pool=params.pool(query.get("pool")),
             owner=params.owner(query.get("owner")),
             limit=params.limit(query.get("limit")),
-            next_token=params.next_token(query.get("next_token")),
+            next_token=params.next_token(query.get("next_token"), "GET /jobs"),
         )
         return _json(200, page_view(page))
 

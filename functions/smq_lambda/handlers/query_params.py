@@ -15,10 +15,14 @@ from smq_lambda.service.cost_reports import DaysBack
 from smq_lambda.service.submission import is_pool_name
 
 MAX_TOKEN_LENGTH = 512
-"""Page tokens this API issues are about 200 characters; the cap keeps what a forged one decodes to
-far below DynamoDB's 1 KB limit on a sort key value."""
+"""Page tokens this API issues are at most about 400 characters; the cap keeps what a forged one
+decodes to far below DynamoDB's 1 KB limit on a sort key value."""
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
+DEFAULT_ATTEMPTS_LIMIT = 500
+MAX_ATTEMPTS_LIMIT = 1000
+"""An attempt of GET /attempts is about 715 bytes of JSON: a page of 1,000 is some 0.7 MB, far
+below Lambda's 6 MB response limit."""
 MAX_OWNER_LENGTH = 2048
 """The longest IAM ARN."""
 COST_DIMENSIONS = ("team", "owner")
@@ -69,18 +73,29 @@ def owner(value: str | None) -> str | None:
 
 
 def limit(value: str | None) -> int:
+    """The page size of GET /jobs, in jobs."""
+    return _page_size(value, DEFAULT_LIMIT, MAX_LIMIT)
+
+
+def attempts_limit(value: str | None) -> int:
+    """The page size of GET /attempts, in attempts."""
+    return _page_size(value, DEFAULT_ATTEMPTS_LIMIT, MAX_ATTEMPTS_LIMIT)
+
+
+def _page_size(value: str | None, default: int, maximum: int) -> int:
     if value is None:
-        return DEFAULT_LIMIT
-    if not (value.isascii() and value.isdigit() and len(value) <= 3 and 1 <= int(value) <= MAX_LIMIT):
-        raise InvalidRequest("limit", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        return default
+    if not (value.isascii() and value.isdigit() and len(value) <= len(str(maximum)) and 1 <= int(value) <= maximum):
+        raise InvalidRequest("limit", f"limit must be an integer from 1 to {maximum}")
     return int(value)
 
 
-def next_token(value: str | None) -> str | None:
+def next_token(value: str | None, route: str) -> str | None:
+    """A page token as `route` issued it, not yet decoded: only its length is checked here."""
     if not value:
         return None
     if len(value) > MAX_TOKEN_LENGTH:
-        raise InvalidRequest("next_token", "next_token is not a token returned by GET /jobs (too long)")
+        raise InvalidRequest("next_token", f"next_token is not a token returned by {route} (too long)")
     return value
 
 

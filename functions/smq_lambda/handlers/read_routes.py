@@ -1,5 +1,6 @@
 """The API's reads of the queue as a whole: GET /pools, GET /quotas and GET /attempts (the ui's
-timeline). Routes only parse and shape; QueueService decides, and the API's error mapping applies."""
+timeline, in pages). Routes only parse and shape; QueueService decides, and the API's error mapping
+applies."""
 
 from __future__ import annotations
 
@@ -30,9 +31,19 @@ def register_read_routes(app: APIGatewayRestResolver, service: QueueService) -> 
         if start is None:
             raise InvalidRequest("from", "from is required: an ISO 8601 time such as 2026-11-26T09:00:00Z")
         end = params.zoned_time("to", query.get("to"))
-        found = service.attempts_between(start, end)
+        page = service.attempts_between(
+            start,
+            end,
+            limit=params.attempts_limit(query.get("limit")),
+            next_token=params.next_token(query.get("next_token"), "GET /attempts"),
+        )
         return _json(
-            {"attempts": [timeline_view(item) for item in found], "from": timestamp(start), "to": timestamp(end)}
+            {
+                "attempts": [timeline_view(item) for item in page.attempts],
+                "from": timestamp(start),
+                "to": timestamp(end),
+                "next_token": page.next_token,
+            }
         )
 
 

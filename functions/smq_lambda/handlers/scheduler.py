@@ -6,13 +6,15 @@ scheduling pass runs for the whole batch (`handle_batch`): a burst of events cos
 invocation (the reconciliation schedule, or anything else) reconciles or applies what it carries and
 ends with a pass too (`handle`), because every trigger may have freed or claimed capacity.
 
-Every invocation publishes what it did and what it found: JobsStarted, JobsPreempted, StartsRefused,
-JobErrors (one job's unexpected error, isolated so the others went on), StuckJobs, and per pool
-WaitTime, PoolInUse and PoolCapacity; reconciliations add JobsRepaired and per pool QueueDepth
-(pool_metrics.py). With quotas, per team and pool TeamInUse, TeamBorrowed, TeamPending and
-TeamWaitTime (team_metrics.py). Each attempt's end records its cost and, once, the team's
-TeamSpendUsd (service/cost_recorder.py, wired in cost_wiring.py). Jobs started after an estimate
-add StartEstimateErrorShare and StartWithinBand (estimate_metrics.py).
+Every invocation publishes what it did and found: JobsStarted, JobsPreempted,
+JobsStoppedForPlanWindow (stops before a training plan's window ends, not preemptions), StartsRefused,
+JobErrors (one job's unexpected error, or one training-end listener's, isolated so the others went
+on), StuckJobs, InvariantViolations (what the checker of scheduling/invariants.py found wrong with a
+pass's decision, each also logged), and per pool WaitTime, PoolInUse and PoolCapacity;
+reconciliations add JobsRepaired and per pool QueueDepth (pool_metrics.py). With quotas, per team
+and pool TeamInUse, TeamBorrowed, TeamPending and TeamWaitTime (team_metrics.py). Each attempt's end
+records its cost and, once, the team's TeamSpendUsd (service/cost_recorder.py, cost_wiring.py).
+Jobs started after an estimate add StartEstimateErrorShare and StartWithinBand.
 """
 
 from __future__ import annotations
@@ -247,7 +249,8 @@ def handle(
     reconciliation = None
     if source == SAGEMAKER_SOURCE:
         try:
-            job_errors += _report(scheduler_input.state_change(event), scheduler)
+            failed, listener_errors = _report(scheduler_input.state_change(event), scheduler)
+            job_errors += failed + listener_errors
         except Malformed as exc:
             logger.warning("not a training job state change", extra={"error": str(exc)})
         if outside_jobs is not None:
@@ -293,7 +296,8 @@ class _Batch:
 
     def _apply(self, change: StateChange) -> list[str]:
         try:
-            errors = _report(change, self.scheduler)
+            errors, listener_errors = _report(change, self.scheduler)
+            self.job_errors += listener_errors
             if self.outside_jobs is not None:
                 errors += _check_outside(change.detail, self.outside_jobs)
         except Exception:
@@ -312,12 +316,12 @@ class ReportFailed(Exception):
 # ---------------------------------------------------------------- the steps
 
 
-def _report(change: StateChange, scheduler: Scheduler) -> list[str]:
-    """Apply a SageMaker state change; returns the jobs whose report failed unexpectedly."""
+def _report(change: StateChange, scheduler: Scheduler) -> tuple[list[str], list[str]]:
+    """Apply a SageMaker state change: the jobs whose report failed, and the listener errors only counted."""
     claimed = queue_tags(change.status.tags or {})
     if claimed is None:
         logger.info("training job outside the queue", extra={"training_job": change.training_job_name})
-        return scheduler.report_outside(change.detail).job_errors
+        return scheduler.report_outside(change.detail).job_errors, []
     job_name, attempt = claimed
     logger.append_keys(job=job_name)
     try:
@@ -327,7 +331,7 @@ def _report(change: StateChange, scheduler: Scheduler) -> list[str]:
             errors += scheduler.report_outside(change.detail).job_errors
     finally:
         logger.remove_keys(["job"])
-    return errors
+    return errors, outcome.listener_errors
 
 
 def _check_outside(detail: object, outside_jobs: OutsideJobs) -> list[str]:
@@ -369,11 +373,13 @@ def _schedule(
         "passes": report.passes,
         "started": [job.name for job in report.started],
         "preempted": report.preempted,
+        "plan_window_stops": report.plan_window_stops,
         "refused": report.refused,
         "unconfirmed": report.unconfirmed,
         "busy": report.skipped_busy,
         "job_errors": job_errors,
         "stuck": report.stuck,
+        "invariant_violations": [str(violation) for violation in report.invariant_violations],
     }
 
 
@@ -386,9 +392,11 @@ def _lease_duration(remaining_millis: int) -> timedelta:
 def _record(report: PassReport, job_errors: list[str], reconciliation: Reconciliation | None) -> None:
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=len(report.started))
     metrics.add_metric(name="JobsPreempted", unit=MetricUnit.Count, value=len(report.preempted))
+    metrics.add_metric(name="JobsStoppedForPlanWindow", unit=MetricUnit.Count, value=len(report.plan_window_stops))
     metrics.add_metric(name="StartsRefused", unit=MetricUnit.Count, value=len(report.refused))
     metrics.add_metric(name="JobErrors", unit=MetricUnit.Count, value=len(job_errors))
     metrics.add_metric(name="StuckJobs", unit=MetricUnit.Count, value=report.stuck)
+    metrics.add_metric(name="InvariantViolations", unit=MetricUnit.Count, value=len(report.invariant_violations))
     record_pool_metrics(report, reconciliation, _now(), NAMESPACE)
     record_team_metrics(report.usage, NAMESPACE)
     record_estimate_metrics(report.start_accuracy, NAMESPACE)

@@ -41,6 +41,8 @@ from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, Start
 from smq_lambda.scheduling.snapshot import Snapshot
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+SEGMENT_OUTCOMES = {AttemptOutcome.PREEMPTED: "preempted", AttemptOutcome.PLAN_WINDOW_CLOSED: "plan_window_closed"}
+"""A stop's outcome as the timeline names it (replay/timeline.py)."""
 
 PolicyFunction = Callable[[Snapshot, datetime], list[Action]]
 """A scheduling pass: the actions for a snapshot at a moment."""
@@ -206,7 +208,7 @@ class VirtualQueue:
         elif isinstance(action, StartJob):
             return self._start(job, action)
         elif isinstance(action, PreemptJob):
-            self._preempt(job)
+            self._preempt(job, action)
         return True
 
     def _start(self, job: Job, action: StartJob) -> bool:
@@ -288,25 +290,31 @@ class VirtualQueue:
         progress.training_since = None
         progress.kept = progress.saved(reached)
         lost = (reached - progress.kept) / progress.rate
-        self.lost[cause] += lost
+        self.lost[cause] = self.lost.get(cause, 0.0) + lost
         return lost
 
-    def _preempt(self, job: Job) -> None:
+    def _preempt(self, job: Job, action: PreemptJob) -> None:
+        """A preemption, or a stop before a training plan's window ends (`PreemptJob.outcome`),
+        counted and its lost work measured apart."""
         attempt = job.current_attempt
         assert attempt is not None
-        self.jobs[job.name] = lifecycle.request_stop(job, self._now(), preempt=True, reason="preempted")
-        self.counts["preemptions"] += 1
+        self.jobs[job.name] = lifecycle.preempt(job, self._now(), outcome=action.outcome, reason=action.reason)
+        for_plan_window = action.outcome is AttemptOutcome.PLAN_WINDOW_CLOSED
+        self.counts["plan_window_stops" if for_plan_window else "preemptions"] += 1
         segment = self.open_segments[(job.name, attempt.number)]
         segment.stop_s = self.clock
-        segment.lost_work_s += self._halt(job.name, "preemption")
+        segment.lost_work_s += self._halt(job.name, "plan_window" if for_plan_window else "preemption")
         self._schedule(self.clock + self.progress[job.name].trace.stop_s, Event.STOPPED, job.name, attempt.number)
 
     def _stop_landed(self, job: Job) -> None:
         attempt = job.current_attempt
         assert attempt is not None
-        self.jobs[job.name] = lifecycle.requeue(job, self._now(), outcome=AttemptOutcome.PREEMPTED, reason="preempted")
+        requeued = lifecycle.end_preemption(job, self._now())
+        self.jobs[job.name] = requeued
         self.progress[job.name].pending_since = self.clock
-        self._close_segment(job.name, attempt.number, "preempted")
+        closed = requeued.attempts[-1]
+        assert closed.outcome is not None
+        self._close_segment(job.name, attempt.number, SEGMENT_OUTCOMES[closed.outcome])
 
     def _interrupt(self, job: Job) -> None:
         attempt = job.current_attempt
@@ -369,7 +377,9 @@ def _rate(trace: TraceJob, placement: Placement | None) -> float:
         return 1.0
     spot_pool = placement.pool.endswith(SPOT_POOL_SUFFIX)
     duration = trace.duration_at(placement.instance_type if spot_pool else placement.pool_name, placement.count)
-    return trace.duration_s / duration if duration > 0 else 1.0
+    if duration == trace.duration_s or duration <= 0:
+        return 1.0
+    return trace.duration_s / duration
 
 
 def _purchase(trace: TraceJob) -> Purchase:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
 
 
@@ -16,24 +17,34 @@ class StartJob:
     reason: str
     backfill: bool = False
     placement: Placement | None = None
-    """Where a flexible job starts (the placement phase chose it); None for a pinned job."""
+    """Where the job starts: the one placement the pass chose (pool, type and count, purchase option,
+    training plan, the warm pool it starts on), which the attempt records; None only for a job of
+    instance groups."""
     keep_alive_s: int | None = None
     """The most KeepAlivePeriodInSeconds its request may keep (0: none); None: as submitted
     (scheduling/warm_pools.py decides it)."""
-    warm_pool: str | None = None
-    """The training job whose warm pool it starts on (scheduling/warm_pools.py); None: none."""
+
+    @property
+    def warm_pool(self) -> str | None:
+        """The training job whose warm pool it starts on (in its placement); None: it starts cold."""
+        return None if self.placement is None else self.placement.warm_pool
 
 
 @dataclass(frozen=True)
 class PreemptJob:
-    """Stop the live attempt of a job to make room for `for_job` (→ preempting)."""
+    """Stop the live attempt of a job and queue it again (→ preempting): to make room for `for_job`,
+    or, with `outcome` PLAN_WINDOW_CLOSED, before the window of the training plan whose pool
+    `for_job` names ends (scheduling/plan_stops.py)."""
 
     job_name: str
     attempt: int
     for_job: str
     reason: str
     history: str | None = None
-    """A note for the job's history, when this preemption changes how it is treated from now on."""
+    """A note for the job's history, when this stop changes how it is treated from now on."""
+    outcome: AttemptOutcome = AttemptOutcome.PREEMPTED
+    """How the attempt closes when the stop lands. Only PREEMPTED counts towards `max_preemptions`:
+    a stop for a plan window is the plan's schedule, not a job of higher priority."""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ A flexible job is first placed (`placement`, phase 2b): the walk decides it at t
 or the placement phase decides it waits in every pool it prefers.
 
 Warm pools (`warm_pools`): a job that matches one starts on it when that makes it fit, before the
-rule above; a head that lacks instances ends warm pools it does not match before anything is
-preempted for it.
+rule above; a head within its quota that lacks instances ends warm pools it does not match before
+anything is preempted for it (a head beyond its quota ends none: it may not be able to use them,
+and the warm pool may be another team's next start).
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
                 backfill.behind_head(state, job, blocked)
             continue
         state.wait(job)
-        warm_pools.release_for(state, job)
         if not state.ledger.beyond_quota(team, job.demand):
+            warm_pools.release_for(state, job)
             nomination.admit_or_make_room(state, job)
         elif lent_to:
             later[Later.BORROW].append(job)

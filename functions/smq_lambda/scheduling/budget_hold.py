@@ -11,7 +11,9 @@ where `spent` is T's recorded spend this UTC month (the cost ledger's day totals
 it has accrued when that is more (it overran its estimate); a job being stopped what it has
 accrued; and the estimate of each job this pass already admitted for T. `estimate` is the job's own
 estimated cost (`domain.costs.estimated_cost`: its expected duration, else its MaxRuntimeInSeconds
-as a ceiling, times its instances' price). So a team's month ends at most the estimate error of
+as a ceiling, times its instances' price) at the placement it would start at: a flexible job's
+placements are priced one by one, and a placement the budget does not cover (or has no price) is
+never chosen; the job is held only when none is covered. So a team's month ends at most the estimate error of
 its running jobs above its budget, and never above it when their estimates are ceilings.
 
 * A held job is explained (its reason names the budget, the spend, what is left and the reset
@@ -39,6 +41,7 @@ from smq_lambda.domain.budgets import Budget, BudgetAction, next_month_start
 from smq_lambda.domain.cost_totals import cost_groups
 from smq_lambda.domain.costs import CostEstimate, Prices, accrued_cost, estimated_cost
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.snapshot import Snapshot
 
@@ -67,6 +70,14 @@ class BudgetHold:
     @property
     def left_usd(self) -> float:
         return self.monthly_usd - self.spent_usd - self.committed_usd
+
+    def short_reason(self) -> str:
+        """Why one placement of a flexible job is not used: the budget, what is left, its cost there."""
+        left = f"{_usd(max(self.left_usd, 0.0))} left of team {self.team}'s hold budget"
+        if self.estimate is None:
+            return f"{left}, and {', '.join(self.unpriced)} has no price (unpriced types never count as free)"
+        bound = "at most " if self.estimate.ceiling else ""
+        return f"{left}, and it would cost {bound}{_usd(self.estimate.usd)} here"
 
     def reason(self) -> str:
         """What the job's reason says: the word budget, the budget, the spend, what is left, the reset."""
@@ -117,23 +128,25 @@ class BudgetBook:
             return cls({}, {}, snapshot.prices, (), now)
         return cls(budgets, snapshot.team_spend, snapshot.prices, live, now)
 
-    def hold(self, job: Job) -> BudgetHold | None:
-        """Why `job` may not start now under its team's budget; None when it may."""
+    def hold(self, job: Job, at: Placement | None = None) -> BudgetHold | None:
+        """Why `job` may not start now under its team's budget, priced at placement `at` (a flexible
+        job's, each in turn while the pass places it); None when it may."""
         team = budget_team(job)
         budget = self._budgets.get(team)
         if budget is None or job.budget_override:
             return None
-        estimate = estimated_cost(job, self._prices)
+        estimate = estimated_cost(job, self._prices, at=at)
         spent, committed = self._spent.get(team, 0.0), self._committed.get(team, 0.0)
         if estimate is not None and spent + committed + estimate.usd <= budget.monthly_usd:
             return None
-        unpriced = tuple(sorted(pool for pool in job.instance_types if pool not in self._prices))
+        types = job.instance_types if at is None else {at.instance_type: at.count}
+        unpriced = tuple(sorted(pool for pool in types if pool not in self._prices))
         return BudgetHold(team, budget.monthly_usd, spent, committed, estimate, unpriced, next_month_start(self._now))
 
-    def commit(self, job: Job) -> None:
-        """`job` starts in this pass: its estimate counts against its team from now on."""
+    def commit(self, job: Job, at: Placement | None = None) -> None:
+        """`job` starts in this pass (at placement `at`): its estimate counts against its team from now on."""
         if budget_team(job) in self._budgets:
-            estimate = estimated_cost(job, self._prices)
+            estimate = estimated_cost(job, self._prices, at=at)
             self._add(job, estimate.usd if estimate is not None else None)
 
     def _add(self, job: Job, usd: float | None) -> None:

@@ -40,7 +40,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
 from smq_lambda.domain.teams import held_in_pools, lent_by
 from smq_lambda.domain.warm_pools import WarmPool
-from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 
 
 class Ledger:
@@ -68,10 +68,10 @@ class Ledger:
         releasing: Counter[str] = Counter()
         for job in snapshot.jobs:
             if job.state in LIVE_STATES:
-                used.update(job.demand)
+                used.update(job.held)
             if job.state in RELEASING_STATES:
-                releasing.update(job.demand)
-        for warm in snapshot.warm_pools:
+                releasing.update(job.held)
+        for warm in held_warm_pools(snapshot):
             used.update(warm.demand)
             if warm.released:
                 releasing.update(warm.demand)
@@ -232,5 +232,5 @@ class Ledger:
     def release(self, jobs: Iterable[Job]) -> None:
         """Preemptions were decided: their instances count as on their way back."""
         for job in jobs:
-            self._releasing.update(job.demand)
-            self._held_releasing.update({(self.team(job), pool): count for pool, count in job.demand.items()})
+            self._releasing.update(job.held)
+            self._held_releasing.update({(self.team(job), pool): count for pool, count in job.held.items()})

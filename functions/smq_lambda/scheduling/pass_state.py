@@ -18,7 +18,7 @@ from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
 from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
-from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
 
 
@@ -57,7 +57,7 @@ class PassState:
         self.placed: dict[str, tuple[int, Placement]] = {}
         """Per flexible job decided in this pass, the placement the placement phase chose for it
         (numbered from 1 in the job's order): where it starts, if it does."""
-        self.warm = WarmBook(snapshot.warm_pools)
+        self.warm = WarmBook(held_warm_pools(snapshot))
         """The warm pools held, reused and ended in this pass (`warm_pools`)."""
 
     def skip(self, job: Job) -> bool:
@@ -75,21 +75,33 @@ class PassState:
             case InBackoff(until):
                 self.explain(job, reasons.backoff(until, _refusal(job)))
                 return True
-        if not job.placements and (why := self.beyond_reach(job)) is not None:
+        if job.placements:
+            return False  # its reach and budget are checked per placement (the placement phase)
+        if (why := self.beyond_reach(job)) is not None:
             self.explain(job, why)
             return True
         return self.held_by_budget(job)
 
     def held_by_budget(self, job: Job) -> bool:
-        """Its team's hold budget does not cover `job` at this point of the pass (`budget_hold`):
-        explained, it blocks nothing and nothing is stopped for it. Checked when the walk reaches
-        it, and again by a later phase that decides it (starts of its team since then count)."""
-        held = self.budgets.hold(job)
+        """Its team's hold budget does not cover `job` at this point of the pass (`budget_hold`),
+        priced at the placement the pass chose for it: explained, it blocks nothing and nothing is
+        stopped for it. Checked when the walk reaches it, and again by a later phase that decides
+        it (starts of its team since then count)."""
+        held = self.budgets.hold(job, self.chosen(job))
         if held is not None:
-            self.budget_held.add(job.name)
-            self.explain(job, held.reason())
-            self._unhead(job)
+            self.hold_for_budget(job, held.reason())
         return held is not None
+
+    def hold_for_budget(self, job: Job, reason: str) -> None:
+        """Set `job` aside for its team's hold budget: explained, it heads no pool."""
+        self.budget_held.add(job.name)
+        self.explain(job, reason)
+        self._unhead(job)
+
+    def chosen(self, job: Job) -> Placement | None:
+        """The placement the pass chose for a flexible `job`, else its own (None: instance groups)."""
+        placed = self.placed.get(job.name)
+        return job.own_placement if placed is None else placed[1]
 
     def beyond_reach(self, job: Job) -> str | None:
         """Why `job` is larger than its team may ever hold (its quota, plus what it may borrow: up to
@@ -124,13 +136,14 @@ class PassState:
         if self.held_by_budget(job):
             return
         team = self.ledger.team(job)
-        index, placement = self.placed.get(job.name, (0, None))
-        if placement is not None:
-            reason = f"{reason}; {reasons.placed(index, len(job.placements), placement.describe())}"
+        chosen = self.chosen(job)
+        index, placed = self.placed.get(job.name, (0, None))
+        if placed is not None:
+            reason = f"{reason}; {reasons.placed(index, len(job.placements), placed.describe())}"
         self.actions.append(
-            StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill, placement=placement)
+            StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill, placement=chosen)
         )
-        self.budgets.commit(job)
+        self.budgets.commit(job, chosen)
         self.ledger.take(job.demand, team)
         self._unhead(job)
 

@@ -87,10 +87,12 @@ def _fits_now(state: PassState, at: Job) -> bool:
 
 
 def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
-    """The placements no larger than their pool nor than its team may ever hold there, numbered
-    from 1 in the job's order, each with the job at it. When there is none, the job is explained
-    by its first placement's reason, and blocks nothing."""
+    """The placements no larger than their pool nor than its team may ever hold there, and that its
+    team's hold budget covers, numbered from 1 in the job's order, each with the job at it. When
+    there is none, the job is explained by its first placement's reason (the budget's when the
+    budget alone rules them out: it is held, `budget_hold`), and blocks nothing."""
     usable, first_reason = [], None
+    budget_reason = None
     for index, placement in enumerate(job.placements, start=1):
         at = replace(job, demand=placement.demand, warm_key=placement.warm_key)
         capacity = state.ledger.capacity(placement.pool_name)
@@ -103,9 +105,13 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
             )
         elif (why := state.beyond_reach(at)) is not None:
             first_reason = first_reason or why
+        elif (held := state.budgets.hold(job, placement)) is not None:
+            budget_reason = budget_reason or held.reason()
         else:
             usable.append((index, placement, at))
-    if not usable and first_reason is not None:
+    if not usable and budget_reason is not None:
+        state.hold_for_budget(job, budget_reason)
+    elif not usable and first_reason is not None:
         state.explain(job, first_reason)
     return usable
 
@@ -151,6 +157,8 @@ def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> st
         if plan_windows.plan_of(state.config, placement.pool_name) is not None:
             return f"{index}. {placement.describe()}: {plan_windows.never_fits(state.config, state.now, view, configured=True)}"
         return reasons.placement_never_fits(index, placement.describe(), view)
+    if (held := state.budgets.hold(job, placement)) is not None:
+        return f"{index}. {placement.describe()}: {held.short_reason()}"
     if blocked := state.blocked(at):
         head = state.team_heads[state.ledger.team(job)][blocked[0]]
         if head.name != job.name:

@@ -5,10 +5,15 @@ open (scheduling/plan_windows.py): `stop_margin_s` before the window's end, so i
 instead of being cut off when SageMaker ends the reservation. It goes back to the queue as a
 preempted job does (a flexible job may resume at another of its preferences), and its instances
 count as on their way back for the rest of the pass. Jobs already stopping are left as they are.
+
+Such a stop is not a preemption: its attempt closes as PLAN_WINDOW_CLOSED, which `max_preemptions`
+does not count (a job stopped at every window end stays preemptable for priority), and the job's
+history keeps the reason.
 """
 
 from __future__ import annotations
 
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling import plan_windows
 from smq_lambda.scheduling.actions import PreemptJob
@@ -29,7 +34,11 @@ def stop_at_window_end(state: PassState) -> None:
         if not closed or job.state not in STOPPABLE or attempt is None:
             continue
         reason = plan_windows.window_end(closed[0], state.now)
-        state.actions.append(PreemptJob(job.name, attempt.number, closed[0].pool, reason))
+        state.actions.append(
+            PreemptJob(
+                job.name, attempt.number, closed[0].pool, reason, history=reason, outcome=AttemptOutcome.PLAN_WINDOW_CLOSED
+            )
+        )
         del state.live[job.name]
         stopped.append(job)
     state.ledger.release(stopped)

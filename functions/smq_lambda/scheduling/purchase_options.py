@@ -6,12 +6,14 @@ each pending spot job (`Job.purchase`, domain/purchase.py) is handed to the plac
 flexible job whose placements are its purchase options, in this order:
 
 1. spot, for each instance type it may run on (its own, or each instance preference in turn), in
-   the type's spot pool, or in the type's one pool when the type has no spot pool;
+   the type's spot pool, or in the type's one pool when the type has no spot pool; a preference on
+   a training plan stays where it is, on the plan's reserved capacity (in the plan's pool);
 2. on demand, for each of those types with a spot pool, once the job may go on demand. A job that
    allows on demand (not tagged `smq:spot-only`) may when it has waited `on_demand_after_s` since
    it was (re)queued. While its type's spot interruption rate (domain/spot_rates.py) is above
-   `adaptive.max_interruptions_per_hour` it goes on demand directly: the on-demand placement takes
-   the spot one's place.
+   `adaptive.max_interruptions_per_hour`, or when the type's spot pool can never hold it (and it
+   may go on demand after a wait, which would be a wait for nothing), it goes on demand directly:
+   the on-demand placement takes the spot one's place.
 
 Before that, only the spot placements are usable, and the reason of a job that waits says when it
 may go on demand (a time, not a countdown: a reason that changed every pass would be written every
@@ -57,20 +59,25 @@ def offered(
 def offer(job: Job, now: datetime, spot: SpotSection, rates: Mapping[str, float]) -> Offer:
     """`job` with the placements of the module docstring; unchanged when it is no spot job."""
     preferences = job.placements or _pinned(job)
-    if not job.purchase.spot or not preferences or any(placement.pool for placement in preferences):
+    if not job.purchase.spot or not preferences:
         return Offer(job)
     may_from = _on_demand_from(job, spot)
     waited = may_from is not None and now >= may_from
     first: list[Placement] = []
     later: list[Placement] = []
     for preference in preferences:
+        if preference.pool:
+            first.append(preference)
+            continue
         on_spot = replace(
             preference, spot=True, pool=spot_pool(preference.instance_type) if _has_pool(preference, spot) else ""
         )
         on_demand = replace(preference, spot=False, pool="")
         if not job.purchase.allows_on_demand:
             first.append(on_spot)
-        elif _interrupted_often(preference.instance_type, spot, rates):
+        elif _interrupted_often(preference.instance_type, spot, rates) or (
+            may_from is not None and _beyond_spot_pool(preference, spot)
+        ):
             first.append(on_demand)
         else:
             first.append(on_spot)
@@ -120,6 +127,11 @@ def _pinned(job: Job) -> tuple[Placement, ...]:
 
 def _has_pool(placement: Placement, spot: SpotSection) -> bool:
     return placement.instance_type in spot.pools
+
+
+def _beyond_spot_pool(placement: Placement, spot: SpotSection) -> bool:
+    """The type's spot pool can never hold the placement: waiting for spot would be waiting for good."""
+    return _has_pool(placement, spot) and placement.count > spot.pools[placement.instance_type]
 
 
 def _interrupted_often(instance_type: str, spot: SpotSection, rates: Mapping[str, float]) -> bool:

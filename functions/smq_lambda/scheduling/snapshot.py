@@ -66,3 +66,11 @@ class Snapshot:
     warm_pools: tuple[WarmPool, ...] = ()
     """The warm pools the queue's attempts left, available at the pass's moment: their instances
     are held in their pools (domain/warm_pools.py)."""
+
+
+def held_warm_pools(snapshot: Snapshot) -> tuple[WarmPool, ...]:
+    """The snapshot's warm pools that still hold their instances as warm pools: not those a live
+    job's attempt started on (its placement names it), whose instances the attempt holds now, until
+    SageMaker reports the warm pool reused."""
+    taken = {job.selected.warm_pool for job in snapshot.jobs if job.is_live and job.selected is not None}
+    return tuple(warm for warm in snapshot.warm_pools if warm.training_job_name not in taken)

@@ -11,9 +11,9 @@ They count against no team's quota. Three rules:
    the instances its team may use then cover it, it starts there (SageMaker reuses a matching
    cluster by itself; the queue only starts the job while the pool is warm), the warm pool that
    ends soonest first. Its start reason names the warm pool. Otherwise the warm pool stays held.
-2. **Release for a job ahead.** A job the walk makes wait (a head of its pools) that lacks
-   instances of a pool, even counting the stops in flight, ends warm pools there that it does not
-   match, soonest ending first, until what it lacks is covered (`ReleaseWarmPool`:
+2. **Release for a job ahead.** A job the walk makes wait (a head of its pools, within its
+   quota: a job beyond it may not use them) that lacks instances of a pool, even counting the stops
+   in flight, ends warm pools there that it does not match, soonest ending first, until what it lacks is covered (`ReleaseWarmPool`:
    KeepAlivePeriodInSeconds 0). Their instances count as on their way back, before any running
    job is preempted for it: a job ahead of every job that matches a warm pool comes first.
 3. **Keep-alive** (with a `warm_pools` section, after the walk): each start of a job that may
@@ -140,8 +140,8 @@ def _wants(job: Job) -> set[tuple[str, str, int]]:
 def mark_warm_starts(
     actions: Sequence[Action], pending: Sequence[Job], book: WarmBook, policy: WarmPoolPolicy | None
 ) -> list[Action]:
-    """`actions` with each start's warm pool (rule 1: `StartJob.warm_pool`) and, with a policy,
-    its keep-alive ceiling (rule 3: `StartJob.keep_alive_s`)."""
+    """`actions` with each start's warm pool (rule 1: in its placement) and, with a policy, its
+    keep-alive ceiling (rule 3: `StartJob.keep_alive_s`)."""
     started = {action.job_name for action in actions if isinstance(action, StartJob)}
     by_name = {job.name: job for job in pending}
     waiting = {key for job in pending if job.name not in started for key in _warm_keys(job)}
@@ -150,7 +150,8 @@ def mark_warm_starts(
         job = by_name.get(action.job_name) if isinstance(action, StartJob) else None
         if isinstance(action, StartJob) and job is not None and (key := _started_key(job, action)) is not None:
             reused = book.reused.get(job.name)
-            action = replace(action, warm_pool=None if reused is None else reused.training_job_name)
+            if reused is not None and action.placement is not None:
+                action = replace(action, placement=replace(action.placement, warm_pool=reused.training_job_name))
             if policy is not None:
                 ceiling = policy.max_keep_alive_s if key in waiting else REUSE_KEEP_ALIVE_S if reused else 0
                 action = replace(action, keep_alive_s=ceiling)
@@ -166,4 +167,4 @@ def _warm_keys(job: Job) -> set[str]:
 
 def _started_key(job: Job, start: StartJob) -> str | None:
     """The warm key a start leaves and reuses warm pools by: its placement's for a flexible job."""
-    return job.warm_key if start.placement is None else start.placement.warm_key
+    return start.placement.warm_key if job.placements and start.placement is not None else job.warm_key

@@ -7,7 +7,9 @@ managed spot saving) and TrainingTimeInSeconds. A report without either (an even
 out) is completed by DescribeTrainingJob, because the ledger keeps the first record of an attempt
 for good. The ledger counts an attempt once whatever the number of reports (duplicates, the
 reconciliation's), and only that first record publishes the metric. A ledger or price source that
-cannot answer raises, which fails the report; its redelivery records the attempt then.
+cannot answer raises, which fails the report; its redelivery records the attempt then. A ledger
+that counted the attempt but left a cost tag pending (CostDimensionsPending) still publishes the
+spend, once, and raises: the attempt's next report adds the tag.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from smq_lambda.domain.cost_totals import cost_groups
 from smq_lambda.domain.costs import AttemptCost, attempt_cost
 from smq_lambda.domain.model import Attempt, Job
 from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.errors import CostDimensionsPending
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.ports import ConfigSource, CostLedger, PolicySource, PriceSource, TrainingService
 
@@ -83,11 +86,20 @@ class CostRecorder:
             idle_window_s=idle_window_s(self._load_policy().idle),
         )
         groups = cost_groups(job, self._config.load().cost_tags)
-        if not self._ledger.record(cost, groups):
-            return
+        try:
+            recorded = self._ledger.record(cost, groups)
+        except CostDimensionsPending as pending:
+            if pending.recorded:
+                self._counted(job, cost, groups["team"])
+            raise
+        if recorded:
+            self._counted(job, cost, groups["team"])
+
+    def _counted(self, job: Job, cost: AttemptCost, team: str) -> None:
+        """What follows an attempt's first record: its log line and the team's spend metric."""
         _log(job, cost)
         if cost.spend_usd is not None:
-            self._publish_spend(groups["team"], cost.spend_usd)
+            self._publish_spend(team, cost.spend_usd)
 
     def _with_final_times(self, status: TrainingJobStatus) -> TrainingJobStatus:
         if status.billable_time_seconds is not None or self._training is None:

@@ -7,9 +7,11 @@ accrued since their attempts started (`accruing_usd`): an estimate, priced on de
 ledger replaces with SageMaker's billed time once each attempt ends.
 
 Who sees what: everyone the API admits reads spend by team and by tag (quotas and the queue are
-public to them too); by owner, a caller reads only the rows of owners whose jobs they may change
-(their own, or their role's under an `"owner": "role"` rule), and an admin every row. `total` is
-the sum of the rows shown.
+public to them too); by owner, a caller reads apart only the rows of owners whose jobs they may
+change (their own, or their role's under an `"owner": "role"` rule), and an admin every row; the
+other owners' rows are summed in one, OTHER_OWNERS, which tells no owner apart (their sum is the
+public total less what the caller sees anyway). So every grouping adds up to the same `total`, and
+a caller with no row of their own is shown what they may not see, never told there is no spend.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy
 from smq_lambda.domain.budgets import month_start
-from smq_lambda.domain.cost_totals import SPEND_KEPT_DAYS, TAG_DIMENSION_PREFIX, CostFigures, cost_groups
+from smq_lambda.domain.cost_totals import (
+    OTHER_OWNERS,
+    SPEND_KEPT_DAYS,
+    TAG_DIMENSION_PREFIX,
+    CostFigures,
+    cost_groups,
+)
 from smq_lambda.domain.costs import Prices, accrued_cost
 from smq_lambda.domain.model import Job
 from smq_lambda.errors import InvalidRequest
@@ -123,7 +131,7 @@ class CostReports:
         ]
         if by == OWNER:
             access = AccessPolicy(self._admins, self._access_rules.load() if self._access_rules else UNRESTRICTED)
-            rows = [row for row in rows if access.may_change(row.group, caller)]
+            rows = visible_owners(rows, lambda owner: access.may_change(owner, caller))
         return CostReport(
             by=by,
             since=datetime.combine(days[0], time(), tzinfo=UTC),
@@ -145,11 +153,20 @@ def group_accruals(
     return accruals
 
 
-def total_row(rows: Iterable[CostRow]) -> CostRow:
+def visible_owners(rows: Iterable[CostRow], may_see: Callable[[str], bool]) -> list[CostRow]:
+    """The owners' rows `may_see` allows, and the rest summed in one OTHER_OWNERS row (if any)."""
+    shown: list[CostRow] = []
+    hidden: list[CostRow] = []
+    for row in rows:
+        (shown if may_see(row.group) else hidden).append(row)
+    return [*shown, total_row(hidden, OTHER_OWNERS)] if hidden else shown
+
+
+def total_row(rows: Iterable[CostRow], group: str = "total") -> CostRow:
     ended, accruing = CostFigures(), Accrual()
     for row in rows:
         ended, accruing = ended.plus(row.ended), accruing.plus(row.accruing)
-    return CostRow("total", ended, accruing)
+    return CostRow(group, ended, accruing)
 
 
 def check_dimension(by: str, cost_tags: Collection[str]) -> None:

@@ -1,5 +1,6 @@
 """Learning durations: each completed job adds its total training to the summaries of its family,
-its owner's pool and its pool (forecast/durations.py), so later estimates need no scan of history.
+its owner's instance type and its instance type (forecast/durations.py), so later estimates need no
+scan of history.
 
 Told of every end report of the queue's own attempts, duplicates and late ones included
 (ports.TrainingEndListener); only the report that completes a job counts, and the store counts a
@@ -14,7 +15,14 @@ from collections.abc import Iterable
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.forecast.durations import NO_HISTORY, DurationHistory, DurationKey, completed_duration, keys_for
+from smq_lambda.forecast.durations import (
+    NO_HISTORY,
+    DurationHistory,
+    DurationKey,
+    completed_duration,
+    earlier_keys,
+    keys_for,
+)
 from smq_lambda.ports import DurationStore
 
 
@@ -40,5 +48,7 @@ def load_history(store: DurationStore | None, jobs: Iterable[Job]) -> DurationHi
     read of the distinct keys, so its cost follows the jobs estimated, not the history kept."""
     if store is None:
         return NO_HISTORY
-    keys: set[DurationKey] = {key for job in jobs if job.expected_duration_s is None for key in keys_for(job)}
+    keys: set[DurationKey] = {
+        key for job in jobs if job.expected_duration_s is None for key in (*keys_for(job), *earlier_keys(job))
+    }
     return store.load(keys) if keys else NO_HISTORY

@@ -15,6 +15,7 @@ from smq_lambda.domain import lifecycle
 from smq_lambda.domain.budgets import holds_any, month_days
 from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.model import Job
+from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.warm_pools import WarmPoolTotals
 from smq_lambda.errors import ServiceUnavailable
@@ -37,10 +38,11 @@ from smq_lambda.ports import (
 )
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, ReleaseWarmPool, StartJob
 from smq_lambda.scheduling.capacity import Ledger
-from smq_lambda.scheduling.decide import decide_pass
+from smq_lambda.scheduling.decide import Decision, decide_pass
+from smq_lambda.scheduling.invariants import Violation, check_pass
 from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.scheduling.purchase_options import listed_windows
-from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pool_usage
@@ -64,6 +66,8 @@ class PassReport:
     unconfirmed: list[str] = field(default_factory=list)
     """Jobs whose create may or may not have taken effect (left `starting` for reconciliation)."""
     preempted: list[str] = field(default_factory=list)
+    plan_window_stops: list[str] = field(default_factory=list)
+    """Jobs stopped before their training plan's window ended: not preemptions."""
     refused: list[str] = field(default_factory=list)
     skipped_busy: bool = False
     job_errors: list[str] = field(default_factory=list)
@@ -71,6 +75,9 @@ class PassReport:
     usage: PoolUsageReport | None = None
     start_accuracy: list[StartAccuracy] = field(default_factory=list)
     """Each job started, measured against the first estimate it was given (see start_estimates.py)."""
+    invariant_violations: list[Violation] = field(default_factory=list)
+    """What the invariant checker found wrong with the passes' decisions (scheduling/invariants.py):
+    each is logged, and their count is the InvariantViolations metric, which an alarm watches."""
     warm_totals: WarmPoolTotals | None = None
     """What the warm pools that ended so far retained and how many were reused (read by the last
     pass of the call, when the stack keeps warm pools)."""
@@ -169,6 +176,7 @@ class Passes:
             warm_pools=warm,
         )
         decision = decide_pass(snapshot, now, config, measured=ledger)
+        self._check(snapshot, config, decision, now, report)
         by_name = {job.name: job for job in jobs}
         after = dict(by_name)  # each job as this pass leaves it
         refused_before, started_before = len(report.refused), len(report.started)
@@ -186,13 +194,12 @@ class Passes:
         final = [job for job in after.values() if job.is_live]
         report.stuck = count_stuck(final, now, self._stuck_after)
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
-        reused = {action.warm_pool for action in decision.actions if isinstance(action, StartJob)}
-        warm_left = [pool for pool in warm if pool.training_job_name not in reused]
+        warm_left = held_warm_pools(replace(snapshot, jobs=tuple(final)))
         usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting, warm_pools=warm_left)
         usage = replace(usage, budget_held=decision.budget_held, spot_rates=snapshot.spot_rates)
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
         if not another:
-            left = Snapshot(jobs=tuple(after.values()), external_usage=held.outside, team_usage=team_usage)
+            left = replace(snapshot, jobs=tuple(after.values()))  # the estimates replay what the pass saw
             # After the actions were applied, off the path of any start or stop.
             usage = replace(usage, estimates=self._start_estimates.estimate(left, now, config))
             report.warm_totals = self._warm_pools.totals() if self._warm_pools is not None else None
@@ -201,6 +208,20 @@ class Passes:
         report.usage = usage
         self._publish(usage)
         return another
+
+    def _check(
+        self, snapshot: Snapshot, config: SchedulerConfig, decision: Decision, now: datetime, report: PassReport
+    ) -> None:
+        """Check the decision against the invariants on what the pass read; a violation is logged
+        (naming the invariant) and counted, and the pass goes on: its actions stay within the
+        rules the scheduler applies, and the alarm calls for a person."""
+        violations = check_pass(snapshot, config, decision.actions, now, budget_held=decision.budget_held)
+        for violation in violations:
+            logger.error(
+                "invariant violated",
+                extra={"invariant": str(violation.invariant), "subject": violation.subject, "detail": violation.detail},
+            )
+        report.invariant_violations.extend(violations)
 
     def _budget_inputs(self, config: SchedulerConfig, now: datetime) -> tuple[dict[str, float] | None, Prices]:
         """Each team's spend this month (the ledger's day totals) and the prices in force, read only
@@ -293,14 +314,18 @@ class Passes:
                 report.unconfirmed.append(started.name)
             return current
         if isinstance(action, PreemptJob):
-            preempting = lifecycle.request_stop(job, now, preempt=True, reason=action.reason, history=action.history)
+            preempting = lifecycle.preempt(
+                job, now, outcome=action.outcome, reason=action.reason, history=action.history
+            )
             stopping = self._effects.save(preempting, job)
             if stopping is None:
                 return job
+            for_plan_window = action.outcome is AttemptOutcome.PLAN_WINDOW_CLOSED
             if stopping.current_attempt is not None:
                 self._effects.stop(stopping.current_attempt.training_job_name)
-                report.preempted.append(stopping.name)
-            self._effects.notify(notices.about_job(stopping, NoticeAction.PREEMPTED, action.reason))
+                (report.plan_window_stops if for_plan_window else report.preempted).append(stopping.name)
+            notice = NoticeAction.PLAN_WINDOW_CLOSED if for_plan_window else NoticeAction.PREEMPTED
+            self._effects.notify(notices.about_job(stopping, notice, action.reason))
             return stopping
         if isinstance(action, ExplainWait):
             return self._effects.save(lifecycle.explain(job, now, action.reason), job) or job

@@ -35,6 +35,7 @@ from smq_lambda.service.quotas import CurrentQuotas, current_quotas
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
 from smq_lambda.service.submission_tags import check_budget_override
 from smq_lambda.service.timeline import TimelineAttempt, attempts_between
+from smq_lambda.service.timeline_token import decode_timeline_token, encode_timeline_token
 
 WRITE_ATTEMPTS = 3
 """A scheduler pass may write the same job between our read and our write (a new wait reason, a
@@ -62,6 +63,12 @@ class PositionedJob:
 @dataclass(frozen=True)
 class PositionedPage:
     jobs: list[PositionedJob]
+    next_token: str | None
+
+
+@dataclass(frozen=True)
+class AttemptPage:
+    attempts: list[TimelineAttempt]
     next_token: str | None
 
 
@@ -215,9 +222,14 @@ class QueueService:
             self._trigger.kick(f"{name} cancelled")
         return self._positioned(job)
 
-    def attempts_between(self, start: datetime, end: datetime | None = None) -> list[TimelineAttempt]:
-        """The attempts overlapping [start, end], for anyone who may read the queue (service/timeline.py)."""
-        return attempts_between(self._store, start, end, self._clock())
+    def attempts_between(
+        self, start: datetime, end: datetime | None = None, *, limit: int, next_token: str | None = None
+    ) -> AttemptPage:
+        """One page of the attempts overlapping [start, end], for anyone who may read the queue
+        (service/timeline.py); `next_token` continues a listing of the same range."""
+        resume = decode_timeline_token(next_token) if next_token else None
+        page = attempts_between(self._store, start, end, self._clock(), limit=limit, resume=resume)
+        return AttemptPage(page.attempts, None if page.next is None else encode_timeline_token(page.next))
 
     def pools(self) -> CurrentPools:
         """Every configured pool, plus any instance type that live jobs use without a pool, as the

@@ -24,8 +24,9 @@ from smq_lambda.domain.training_status import (
     STOPPING,
     is_own_attempt,
     is_stale,
+    reported_ended,
 )
-from smq_lambda.errors import VersionConflict
+from smq_lambda.errors import ServiceUnavailable, TrainingServiceError, VersionConflict
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import tag_map
@@ -41,6 +42,9 @@ HOLDING_STATUSES = frozenset({IN_PROGRESS, STOPPING})
 """Statuses in which a training job holds its instances."""
 ENDED_STATUSES = frozenset({COMPLETED, FAILED, STOPPED})
 """Statuses in which a training job's times (training, billable) are final."""
+PASSING_ERRORS = (ServiceUnavailable, TrainingServiceError)
+"""Errors of a service that may answer later (throttled, out of reach): a training-end listener
+that meets one is told again when the report is delivered again."""
 
 
 @dataclass
@@ -52,6 +56,10 @@ class ReportOutcome:
     outside: bool = False
     """The report was about a training job outside the queue (its tags named a queue job, but it
     is not that job's attempt): its caller records the instances it holds with `report_outside`."""
+    listener_errors: list[str] = field(default_factory=list)
+    """`<job> (<listener>)` for each training-end listener that failed for a lasting reason: counted
+    with the job errors, but the report is not delivered again for it, where it would fail the same
+    way until it reached the dead-letter queue."""
 
 
 def current_policy(source: PolicySource | None) -> Policy:
@@ -134,7 +142,7 @@ class ReportIntake:
                 self._stop_if_orphan(job, attempt_number, status)
                 if self._idle_watch is not None:
                     self._idle_watch.on_report(job, job, attempt_number, status, policy, alarm_names)
-                self._tell_training_end(job, attempt_number, status)
+                self._tell_training_end(job, attempt_number, status, outcome)
                 return None
             try:
                 saved = self._store.save(effect.job, expected_version=job.version)
@@ -151,15 +159,41 @@ class ReportIntake:
                 self._idle_watch.on_report(job, saved, attempt_number, status, policy, alarm_names)
             if effect.notice is not None:
                 self._effects.notify(effect.notice)
-            self._tell_training_end(saved, attempt_number, status)
+            self._tell_training_end(saved, attempt_number, status, outcome)
             return saved
         logger.warning("report kept losing races; reconciliation will repair", extra={"job": job_name})
         return None
 
-    def _tell_training_end(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
-        if status.status in ENDED_STATUSES:
-            for listener in self._training_end_listeners:
+    def _tell_training_end(
+        self, job: Job, attempt_number: int, status: TrainingJobStatus, outcome: ReportOutcome | None
+    ) -> None:
+        """Tell every listener, each on its own, so one that fails (the cost recorder) keeps no other
+        (the warm-pool keeper) from hearing; each failure is logged with the listener's name. Once
+        all were told, a failure that may pass (PASSING_ERRORS, also as the cause) is raised: the
+        report fails and its redelivery tells every listener again, which adds nothing where one
+        succeeded (listeners record idempotently). Any other failure would recur at every delivery:
+        it goes to `outcome.listener_errors`, counted but not delivered again; without an outcome
+        (reconciliation's reports) it is raised for the caller to count."""
+        if status.status not in ENDED_STATUSES:
+            return
+        failures: list[tuple[str, Exception]] = []
+        for listener in self._training_end_listeners:
+            try:
                 listener.on_training_end(job, attempt_number, status)
+            except Exception as error:
+                listener_name = type(listener).__name__
+                logger.exception(
+                    "a training-end listener failed; the others are still told",
+                    extra={"job": job.name, "training_job": status.name, "listener": listener_name},
+                )
+                failures.append((listener_name, error))
+        passing = [error for _, error in failures if _may_pass(error)]
+        if passing:
+            raise passing[0]
+        if failures and outcome is None:
+            raise failures[0][1]
+        if outcome is not None:
+            outcome.listener_errors += [f"{job.name} ({listener_name})" for listener_name, _ in failures]
 
     def _track_closed_attempt(self, before: Job, after: Job, attempt_number: int, status: TrainingJobStatus) -> None:
         """A training job of an attempt the job has closed (a spot attempt that fell back and is
@@ -171,7 +205,9 @@ class ReportIntake:
         holding = status.status in HOLDING_STATUSES
         if not holding and _is_open(before, attempt_number):
             return
-        self._store.record_outside(status.name, after.demand, holding=holding)
+        attempt = after.attempt(attempt_number)
+        held = after.demand if attempt is None else after.held_by(attempt)
+        self._store.record_outside(status.name, held, holding=holding)
 
     def report_outside(self, detail: Mapping[str, Any]) -> ReportOutcome:
         """A state change of a training job outside the queue (the event's detail, with Tags as a
@@ -192,14 +228,23 @@ class ReportIntake:
 
     def _stop_if_orphan(self, job: Job, attempt_number: int, status: TrainingJobStatus) -> None:
         """Stop one of the job's own attempts that runs although the job has moved past it. Only
-        called for reports `is_own_attempt` accepted, so it never stops a job the queue did not start."""
+        called for reports `is_own_attempt` accepted, so it never stops a job the queue did not start.
+        A report older than the attempt's own end report (SageMaker said it completed or failed: it
+        cannot run again) is a late delivery, and stops nothing."""
         if status.status != IN_PROGRESS:
+            return
+        if reported_ended(job, attempt_number):
+            logger.info("report older than the attempt's end; ignored", extra={"training_job": status.name})
             return
         attempt = job.current_attempt
         is_current_and_open = attempt is not None and attempt.number == attempt_number and attempt.is_open
         if not is_current_and_open:
             logger.warning("stopping an attempt the queue no longer wants", extra={"job": job.name})
             self._effects.stop(status.name)
+
+
+def _may_pass(error: BaseException) -> bool:
+    return isinstance(error, PASSING_ERRORS) or isinstance(error.__cause__, PASSING_ERRORS)
 
 
 def _is_open(job: Job, attempt_number: int) -> bool:

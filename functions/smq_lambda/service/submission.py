@@ -9,7 +9,9 @@ for instance groups: domain/instance_groups.py), the roles the deployment allows
 the priority tag, the team tag, whose key is configured and which with quotas must name a configured
 team, the tags the queue reads), and scheduling rule 4 (a job that names no pool while unpooled
 instance types are rejected, or needs more instances than its pool holds, could never run; a flexible
-job could never run when none of its preferences could).
+job could never run when none of its preferences could; a spot job counts on its type's on-demand
+pool only when it is sure to be offered it, after `spot.on_demand_after_s`; a job on a training plan
+could never run without a window left: domain/plan_requests.py).
 
 A flexible request gives `ResourceConfig.InstancePreferences`, or the `smq:instance-preferences` tag
 that is written as that member before anything else is checked (domain/instance_preferences.py).
@@ -40,9 +42,9 @@ from smq_lambda.domain.model import (
     MIN_PRIORITY,
     Job,
 )
-from smq_lambda.domain.placement import PREFERENCES_MEMBER, Placement, listing_demand, pinned_request
+from smq_lambda.domain.placement import PLAN_MEMBER, PREFERENCES_MEMBER, Placement, listing_demand, pinned_request
 from smq_lambda.domain.plan_document import PLAN_NAME_PATTERN, PLAN_POOL_PREFIX
-from smq_lambda.domain.plan_requests import PLAN_MEMBER, plan_placements
+from smq_lambda.domain.plan_requests import plan_placements
 from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, Purchase, purchase_of, spot_pool
 from smq_lambda.domain.request_shape import Rule, create_training_job_violations
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
@@ -110,7 +112,7 @@ def new_job(
                 raise broken(member, "is required: the queue runs CreateTrainingJob requests on instances")
         _check_role(written["RoleArn"], policy)
         _check_algorithm(written["AlgorithmSpecification"])
-        demand = _check_resources(written, config)
+        demand = _check_resources(written, config, now)
     except InvalidRequest as exc:
         raise blamed_on_tag(exc, tag_field) from None
     tags = check_tags(request.get("Tags", ()), config)
@@ -146,7 +148,7 @@ def new_job(
         max_runtime_s=_max_runtime(written["StoppingCondition"]),
         placements=tuple(
             replace(placement, warm_key=warm_key_of(pinned_request(stored, placement)))
-            for placement in plan_placements(stored, config.training_plans)
+            for placement in plan_placements(stored, config.training_plans, now)
         ),
         purchase=purchase_of(stored),
         warm_key=warm_key_of(stored),
@@ -223,15 +225,15 @@ def is_pool_name(value: str) -> bool:
     return is_instance_type(value.removesuffix(SPOT_POOL_SUFFIX))
 
 
-def _check_resources(request: Mapping[str, Any], config: SchedulerConfig) -> dict[str, int]:
+def _check_resources(request: Mapping[str, Any], config: SchedulerConfig, now: datetime) -> dict[str, int]:
     """The request's demand per instance type, after SageMaker's rules for its instance groups and
     checking it could ever be met (rule 4); a flexible request's is where it is listed, and a request
     on a training plan's is in the plan's pool (domain/plan_requests.py)."""
     if PREFERENCES_MEMBER in request["ResourceConfig"]:
-        return _check_preferences(request, config)
+        return _check_preferences(request, config, now)
     if PLAN_MEMBER in request["ResourceConfig"]:
         requested_groups(request)
-        return listing_demand(plan_placements(request, config.training_plans))
+        return listing_demand(plan_placements(request, config.training_plans, now))
     groups = requested_groups(request)
     heterogeneous = len({group.instance_type for group in groups}) > 1
     # A heterogeneous spot job counts in its types' own pools (scheduling/purchase_options.py).
@@ -246,7 +248,8 @@ def _check_resources(request: Mapping[str, Any], config: SchedulerConfig) -> dic
             raise InvalidRequest(
                 group.count_field,
                 f"{group.count_field}: the job needs {demand[group.instance_type]} x {group.instance_type} but "
-                f"{too_small}, so it could never start (a job larger than its pool is refused)",
+                f"{too_small}, so it could never start (a job larger than its pool is refused)"
+                + _on_demand_out_of_reach(group.instance_type, demand[group.instance_type], purchase, config),
             )
     return demand
 
@@ -261,11 +264,11 @@ def _check_pool_exists(group: RequestedGroup, config: SchedulerConfig) -> None:
     )
 
 
-def _check_preferences(request: Mapping[str, Any], config: SchedulerConfig) -> dict[str, int]:
+def _check_preferences(request: Mapping[str, Any], config: SchedulerConfig, now: datetime) -> dict[str, int]:
     """A flexible request after SageMaker's rules for preferences; refused by rule 4 only when none of
     its preferences could ever run (the pass never chooses one that cannot, and explains it)."""
     preferences = requested_preferences(request)
-    placements = plan_placements(request, config.training_plans)
+    placements = plan_placements(request, config.training_plans, now)
     purchase = purchase_of(request)
     why_never = [
         _why_never(preference, placement, purchase, config)
@@ -288,20 +291,53 @@ def _why_never(
         return f"{preference.type_field} {preference.instance_type} has no capacity pool"
     too_small = _too_small(preference.instance_type, preference.count, pools, config)
     if too_small is not None:
-        return f"{preference.count_field}: {preference.count} x {preference.instance_type} is too many: {too_small}"
+        out_of_reach = _on_demand_out_of_reach(preference.instance_type, preference.count, purchase, config)
+        return (
+            f"{preference.count_field}: {preference.count} x {preference.instance_type} is too many: {too_small}"
+            + out_of_reach
+        )
     return None
 
 
 def _pools_of(instance_type: str, purchase: Purchase, config: SchedulerConfig) -> tuple[str, ...]:
-    """The pools a job of one instance type may ever be placed in (scheduling/purchase_options.py):
-    a spot job of a type with a spot pool in that pool, and in its type's too when it allows on
-    demand and the queue places spot jobs on demand; any other job in its type's."""
+    """The pools a job of one instance type is sure to be offered (scheduling/purchase_options.py):
+    a spot job of a type with a spot pool that pool, and its type's too when it allows on demand and
+    may go there after waiting `spot.on_demand_after_s`; any other job its type's. The `adaptive`
+    rule alone does not count: it offers on demand only while the type is interrupted often, so a
+    job larger than its spot pool would wait beside on-demand room for as long as spot runs well."""
     spot = config.spot
     if not purchase.spot or spot is None or instance_type not in spot.pools:
         return (instance_type,)
-    if purchase.allows_on_demand and spot.places_on_demand:
+    if purchase.allows_on_demand and spot.on_demand_after_s is not None:
         return (spot_pool(instance_type), instance_type)
     return (spot_pool(instance_type),)
+
+
+def _on_demand_out_of_reach(instance_type: str, count: int, purchase: Purchase, config: SchedulerConfig) -> str:
+    """For a spot job refused as larger than its spot pool, when its type's on-demand pool could hold
+    it: why the queue will not place it there, and how to run there; else ''."""
+    spot = config.spot
+    if (
+        spot is None
+        or not purchase.spot
+        or not purchase.allows_on_demand
+        or instance_type not in spot.pools
+        or spot.on_demand_after_s is not None
+    ):
+        return ""
+    capacity = config.capacity(instance_type)
+    if capacity is None or count > capacity:
+        return ""
+    placed = (
+        "places a spot job there only while the type's spot interruption rate is above "
+        "spot.adaptive.max_interruptions_per_hour"
+        if spot.adaptive is not None
+        else "never places a spot job there"
+    )
+    return (
+        f"; the on-demand pool {instance_type} holds {capacity}, but the queue {placed} "
+        f"(spot.on_demand_after_s is not set): submit the job on demand (EnableManagedSpotTraining false) to run there"
+    )
 
 
 def _too_small(instance_type: str, count: int, pools: tuple[str, ...], config: SchedulerConfig) -> str | None:

@@ -49,6 +49,7 @@ DEFAULT_SPOT_DISCOUNT = 0.7
 TIMELINE_OUTCOMES = {
     "completed": AttemptOutcome.COMPLETED,
     "preempted": AttemptOutcome.PREEMPTED,
+    "plan_window_closed": AttemptOutcome.PLAN_WINDOW_CLOSED,
     "spot_fallback": AttemptOutcome.SPOT_FALLBACK,
 }
 """The timeline's outcome of a simulated attempt (replay/timeline.py) as the live queue names it."""
@@ -209,9 +210,13 @@ class CostMeter:
         }
 
 
+STOPPED_BY_THE_QUEUE = frozenset({"preempted", "plan_window_closed"})
+"""Timeline outcomes of attempts the queue stopped: SageMaker bills the time they take to stop."""
+
+
 def _billed_stop_s(segment: Segment) -> float:
-    """How long a preempted attempt that had trained took to stop: SageMaker bills it."""
-    if segment.outcome != "preempted" or segment.running_s is None or segment.stop_s is None:
+    """How long an attempt the queue stopped took to stop, once it had trained: SageMaker bills it."""
+    if segment.outcome not in STOPPED_BY_THE_QUEUE or segment.running_s is None or segment.stop_s is None:
         return 0.0
     return (segment.end_s or segment.stop_s) - segment.stop_s
 

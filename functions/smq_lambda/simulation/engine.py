@@ -250,6 +250,7 @@ class Simulation(VirtualQueue):
                 str(priority): percentiles(self.waits[priority]) for priority in sorted(self.waits, reverse=True)
             },
             "preemptions": self.counts["preemptions"],
+            **({"plan_window_stops": self.counts["plan_window_stops"]} if self.plans else {}),
             "lost_work_s": round(sum(self.lost.values()), 3),
             "lost_work_by_cause_s": {cause: round(lost, 3) for cause, lost in self.lost.items()},
             "inversion_s": round(self.meters.inversion_s, 3),
@@ -268,7 +269,13 @@ class Simulation(VirtualQueue):
             **({"placement": self.placement.report(self._waits())} if self.placement.flexible else {}),
             **({"warm_pools": self.warm.report()} if self.keeps_warm else {}),
             **({"purchase": self.purchase.report(self.counts["spot_fallbacks"])} if self.purchase.reported else {}),
+            **({"invariant_violations": self._violations()} if self.smq is not None else {}),
         }
+
+    def _violations(self) -> list[str]:
+        """What smq's passes broke of the invariants, each with its moment on the run's clock."""
+        assert self.smq is not None
+        return [f"{_seconds(at):.0f}s {violation}" for at, violation in self.smq.violations]
 
 
 def _seconds(moment: datetime) -> float:

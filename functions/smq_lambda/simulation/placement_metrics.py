@@ -66,7 +66,7 @@ class PlacementMeter:
     def started(self, name: str, placements: tuple[Placement, ...], placement: Placement | None) -> None:
         if name not in self.flexible or placement is None:
             return
-        self.first_preference.setdefault(name, placements.index(placement) + 1)
+        self.first_preference.setdefault(name, _preference_of(placements, placement))
         self.selected[name] = placement.instance_type
 
     def report(self, waits: Mapping[str, float]) -> dict[str, Any]:
@@ -78,3 +78,14 @@ class PlacementMeter:
             "flexible_wait_s": percentiles(waits[name] for name in sorted(self.flexible)),
             "selected": {name: self.selected[name] for name in sorted(self.selected)},
         }
+
+
+def _preference_of(placements: tuple[Placement, ...], placement: Placement) -> int:
+    """Which preference (from 1) `placement` is: its type, count and plan; a purchase option or a
+    warm pool taken there is still that preference."""
+    where = (placement.instance_type, placement.count, placement.training_plan_arn)
+    return next(
+        index
+        for index, preference in enumerate(placements, start=1)
+        if (preference.instance_type, preference.count, preference.training_plan_arn) == where
+    )

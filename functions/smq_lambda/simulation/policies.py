@@ -32,6 +32,7 @@ from smq_lambda.replay.virtual_queue import PolicyFunction
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import Decision, decide_pass, order_pending
+from smq_lambda.scheduling.invariants import Violation, check_pass
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 SEED_RUNNING_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
@@ -56,14 +57,19 @@ def policy(name: PolicyName, config: SchedulerConfig) -> PolicyFunction:
 
 class SmqPass:
     """smq's pass (`decide_pass`) as a policy, keeping its last decision: what it returns beside the
-    actions (the warm pools it ends, the jobs held for budget) is the engine's to apply."""
+    actions (the warm pools it ends, the jobs held for budget) is the engine's to apply. Every
+    decision is checked against the invariants (scheduling/invariants.py), as the deployed pass's
+    is: what breaks one is kept in `violations`."""
 
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
         self.last: Decision | None = None
+        self.violations: list[tuple[datetime, Violation]] = []
 
     def __call__(self, snapshot: Snapshot, now: datetime) -> list[Action]:
         self.last = decide_pass(snapshot, now, self.config)
+        found = check_pass(snapshot, self.config, self.last.actions, now, budget_held=self.last.budget_held)
+        self.violations.extend((now, violation) for violation in found)
         return list(self.last.actions)
 
 

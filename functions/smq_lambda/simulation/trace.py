@@ -15,11 +15,13 @@ estimates fall back on when they know nothing better.
 
 `purchase` is "spot" (spot first, on demand allowed) or "spot_only": the job is managed spot, placed
 by the `spot` section of the configuration (absent: on demand, or managed spot when it has
-`interruptions_s`); SageMaker interrupts it only while it runs on spot. `keep_alive_s` is its
-request's KeepAlivePeriodInSeconds: when it ends, its instances stay warm (held in its pool, billed)
-until then, unless a matching job reuses them or the queue ends the warm pool; jobs with the same
-`warm_key` match (no key: the job matches none). SageMaker keeps no warm pool for spot or flexible
-jobs, and reuses one only for a job that gives a keep-alive, so a trace refuses those.
+`interruptions_s`); SageMaker interrupts it only while it runs on spot. A spot job fits where its
+type's on-demand pool or its spot pool holds it (an account may buy a type only on spot).
+`keep_alive_s` is its request's KeepAlivePeriodInSeconds: when it ends, its instances stay warm
+(held in its pool, billed) until then, unless a matching job reuses them or the queue ends the warm
+pool; jobs with the same `warm_key` match (no key: the job matches none). SageMaker keeps no warm
+pool for spot or flexible jobs, and reuses one only for a job that gives a keep-alive, so a trace
+refuses those.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from smq_lambda.domain.purchase import spot_pool
 from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob, TracePreference
 
 FIELDS = frozenset(
@@ -229,8 +232,8 @@ class _Fields:
 
 
 def check_pools(jobs: Iterable[TraceJob], pools: Mapping[str, int]) -> None:
-    """Every pool a job may run in (each preference's) is configured and large enough, or
-    TraceError names the first that is not."""
+    """Every pool a job may run in (each preference's) is configured and large enough (a spot job's:
+    its on-demand pool or its spot pool), or TraceError names the first that is not."""
     for job in jobs:
         places = (
             [("", job.pool, job.instances)]
@@ -246,10 +249,16 @@ def check_pools(jobs: Iterable[TraceJob], pools: Mapping[str, int]) -> None:
                 raise TraceError(
                     job.line, f"{where}pool", f"{pool!r} is not a configured pool (configured: {configured})"
                 )
-            if instances > pools[pool]:
-                raise TraceError(
-                    job.line, f"{where}instances", f"{instances} is more than {pool} holds ({pools[pool]})"
-                )
+            room = _room(job, pool, pools)
+            if instances > room:
+                raise TraceError(job.line, f"{where}instances", f"{instances} is more than {pool} holds ({room})")
+
+
+def _room(job: TraceJob, pool: str, pools: Mapping[str, int]) -> int:
+    """The most instances `job` may hold at `pool`: a spot job may also run in the type's spot pool,
+    which may hold more than its on-demand pool (0 where the account buys only spot)."""
+    spot = pools.get(spot_pool(pool), 0) if job.is_spot else 0
+    return max(pools[pool], spot)
 
 
 def write_trace(jobs: Iterable[TraceJob]) -> str:

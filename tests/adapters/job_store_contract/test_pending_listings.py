@@ -89,7 +89,7 @@ def test_a_listing_item_is_never_listed_read_or_held(subject: Subject, shape: st
     assert names(subject.store.list_jobs(states=ALL, owner=ALICE).jobs) == ["multi", "ran"]
     assert names(subject.store.list_jobs(states=ALL, pool=G5).jobs) == ["multi", "ran"]
     assert subject.store.in_use().live == []
-    assert names(subject.store.jobs_with_attempts_since(NOW, NOW)) == ["ran"]
+    assert [entry.job.name for entry in subject.store.jobs_with_attempts_since(NOW, NOW)] == ["ran"]
     assert subject.store.get(listing_key(G5, "multi")) is None
 
 
