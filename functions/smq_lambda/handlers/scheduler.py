@@ -6,15 +6,12 @@ scheduling pass runs for the whole batch (`handle_batch`): a burst of events cos
 invocation (the reconciliation schedule, or anything else) reconciles or applies what it carries and
 ends with a pass too (`handle`), because every trigger may have freed or claimed capacity.
 
-Every invocation publishes what it did and found: JobsStarted, JobsPreempted,
-JobsStoppedForPlanWindow (stops before a training plan's window ends, not preemptions), StartsRefused,
-JobErrors (one job's unexpected error, or one training-end listener's, isolated so the others went
-on), StuckJobs, InvariantViolations (what the checker of scheduling/invariants.py found wrong with a
-pass's decision, each also logged), and per pool WaitTime, PoolInUse and PoolCapacity;
-reconciliations add JobsRepaired and per pool QueueDepth (pool_metrics.py). With quotas, per team
-and pool TeamInUse, TeamBorrowed, TeamPending and TeamWaitTime (team_metrics.py). Each attempt's end
-records its cost and, once, the team's TeamSpendUsd (service/cost_recorder.py, cost_wiring.py).
-Jobs started after an estimate add StartEstimateErrorShare and StartWithinBand.
+Every invocation publishes: JobsStarted, JobsPreempted, JobsStoppedForPlanWindow, StartsRefused,
+JobErrors (a job's or a training-end listener's error, isolated), StuckJobs, InvariantViolations
+(scheduling/invariants.py, each also logged), per pool WaitTime, PoolInUse and PoolCapacity;
+reconciliations add JobsRepaired and QueueDepth (pool_metrics.py); with quotas, per team and pool
+TeamInUse, TeamBorrowed, TeamPending, TeamWaitTime (team_metrics.py); ends of attempts TeamSpendUsd
+(service/cost_recorder.py); starts after an estimate StartEstimateErrorShare and StartWithinBand.
 """
 
 from __future__ import annotations
