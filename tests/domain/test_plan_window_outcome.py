@@ -28,7 +28,9 @@ def _running() -> Job:
 def _stopped(stopping: Job) -> Job | None:
     attempt = stopping.current_attempt
     assert attempt is not None
-    return apply_status(stopping, attempt.number, TrainingJobStatus(name=attempt.training_job_name, status="Stopped"), LATER)
+    return apply_status(
+        stopping, attempt.number, TrainingJobStatus(name=attempt.training_job_name, status="Stopped"), LATER
+    )
 
 
 LEARNED_BY = {"Stopped report": _stopped, "vanished": lambda stopping: vanished(stopping, LATER)}

@@ -17,6 +17,7 @@ from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import IllegalTransition, JobState
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy, RetryPolicy
+from smq_lambda.governance.spot import OnDemandCapacity
 from smq_lambda.ports import TrainingJobStatus
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
@@ -24,6 +25,8 @@ LATER = NOW + timedelta(hours=1)
 TRAINING_JOB = "j-01234567-1"
 CHECKPOINTS = {"S3Uri": "s3://bucket/checkpoints/j/", "LocalPath": "/opt/ml/checkpoints"}
 S = JobState
+ROOMY = OnDemandCapacity({"ml.g5.xlarge": 8})
+"""On-demand capacity where these jobs may always fall back."""
 
 
 def request(*, spot: bool) -> dict[str, Any]:
@@ -84,7 +87,7 @@ def failed(reason: str | None, *, trained: int = 600) -> TrainingJobStatus:
 )
 def test_a_spot_attempt_falls_back_only_past_the_limit(limit: int, interruptions: int, falls_back: bool) -> None:
     effect = apply_report(
-        job_in(S.RUNNING), 1, interrupted(interruptions), LATER, Policy(spot_interruption_limit=limit)
+        job_in(S.RUNNING), 1, interrupted(interruptions), LATER, Policy(spot_interruption_limit=limit), ROOMY
     )
 
     if not falls_back:
@@ -102,7 +105,7 @@ def test_a_spot_attempt_falls_back_only_past_the_limit(limit: int, interruptions
 def test_the_on_demand_request_replaces_the_stored_one_and_keeps_every_other_member() -> None:
     spot = job_in(S.STARTING)
 
-    effect = apply_report(spot, 1, interrupted(4), LATER, Policy())
+    effect = apply_report(spot, 1, interrupted(4), LATER, Policy(), ROOMY)
 
     assert effect is not None
     on_demand = dict(effect.job.request)
@@ -116,21 +119,21 @@ def test_the_on_demand_request_replaces_the_stored_one_and_keeps_every_other_mem
 
 @pytest.mark.parametrize("state", [S.PREEMPTING, S.STOPPING])
 def test_a_job_already_being_stopped_does_not_fall_back(state: JobState) -> None:
-    assert apply_report(job_in(state), 1, interrupted(9), LATER, Policy()) is None
+    assert apply_report(job_in(state), 1, interrupted(9), LATER, Policy(), ROOMY) is None
 
 
 def test_an_on_demand_job_never_falls_back() -> None:
-    assert apply_report(job_in(S.RUNNING, spot=False), 1, interrupted(9), LATER, Policy()) is None
+    assert apply_report(job_in(S.RUNNING, spot=False), 1, interrupted(9), LATER, Policy(), ROOMY) is None
 
 
 def test_a_report_of_another_attempt_changes_nothing() -> None:
-    assert apply_report(job_in(S.RUNNING), 2, interrupted(9), LATER, Policy()) is None
-    assert apply_report(job_in(S.RUNNING), 2, failed("InternalServerError: x"), LATER, Policy()) is None
+    assert apply_report(job_in(S.RUNNING), 2, interrupted(9), LATER, Policy(), ROOMY) is None
+    assert apply_report(job_in(S.RUNNING), 2, failed("InternalServerError: x"), LATER, Policy(), ROOMY) is None
 
 
 @given(limit=st.integers(min_value=0, max_value=20), count=st.integers(min_value=0, max_value=25))
 def test_fallback_exactly_when_interruptions_exceed_the_limit(limit: int, count: int) -> None:
-    effect = apply_report(job_in(S.RUNNING), 1, interrupted(count), LATER, Policy(spot_interruption_limit=limit))
+    effect = apply_report(job_in(S.RUNNING), 1, interrupted(count), LATER, Policy(spot_interruption_limit=limit), ROOMY)
 
     assert (effect is not None) == (count > limit)
 
@@ -139,7 +142,7 @@ MAX_WAIT = TrainingJobStatus(TRAINING_JOB, "Stopped", "MaxWaitTimeExceeded")
 
 
 def test_a_spot_job_sagemaker_stopped_at_its_max_wait_is_queued_again_on_demand() -> None:
-    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy())
+    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy(), ROOMY)
 
     assert effect is not None and effect.stop is None  # SageMaker stopped it already
     assert effect.job.state is S.PENDING
@@ -153,11 +156,11 @@ def test_a_spot_job_sagemaker_stopped_at_its_max_wait_is_queued_again_on_demand(
 
 @pytest.mark.parametrize("repeats", [1, 2, 3])
 def test_duplicate_and_late_max_wait_reports_requeue_once(repeats: int) -> None:
-    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy())
+    effect = apply_report(job_in(S.RUNNING), 1, MAX_WAIT, LATER, Policy(), ROOMY)
     assert effect is not None
     job = effect.job
     for _ in range(repeats):
-        assert apply_report(job, 1, MAX_WAIT, LATER + timedelta(minutes=repeats), Policy()) is None
+        assert apply_report(job, 1, MAX_WAIT, LATER + timedelta(minutes=repeats), Policy(), ROOMY) is None
     assert job.attempt_outcomes == {AttemptOutcome.SPOT_FALLBACK: 1}
 
 
@@ -165,7 +168,7 @@ def test_a_spot_only_job_sagemaker_stopped_at_its_max_wait_fails_with_that_reaso
     spot_only = job_in(S.RUNNING)
     spot_only = replace(spot_only, request={**spot_only.request, "Tags": [{"Key": "smq:spot-only", "Value": "true"}]})
 
-    effect = apply_report(spot_only, 1, MAX_WAIT, LATER, Policy())
+    effect = apply_report(spot_only, 1, MAX_WAIT, LATER, Policy(), ROOMY)
 
     assert effect is not None and effect.stop is None
     assert effect.job.state is S.FAILED
@@ -176,7 +179,7 @@ def test_a_spot_only_job_sagemaker_stopped_at_its_max_wait_fails_with_that_reaso
 def test_a_stop_the_queue_asked_for_keeps_its_meaning_at_max_wait() -> None:
     report = TrainingJobStatus(TRAINING_JOB, "Stopped", "MaxWaitTimeExceeded")
 
-    effect = apply_report(job_in(S.PREEMPTING), 1, report, LATER, Policy())
+    effect = apply_report(job_in(S.PREEMPTING), 1, report, LATER, Policy(), ROOMY)
 
     assert effect is not None and effect.job.state is S.PENDING
     assert effect.job.attempts[-1].outcome == "preempted"
@@ -200,7 +203,7 @@ RETRY = RetryPolicy(max_retries=2, min_training_seconds=60, retryable_reasons=("
     ],
 )
 def test_failure_table(reason: str | None, trained: int, retried: bool, says: str) -> None:
-    effect = apply_report(job_in(S.RUNNING), 1, failed(reason, trained=trained), LATER, Policy(retry=RETRY))
+    effect = apply_report(job_in(S.RUNNING), 1, failed(reason, trained=trained), LATER, Policy(retry=RETRY), ROOMY)
 
     assert effect is not None and effect.stop is None
     job = effect.job
@@ -214,11 +217,11 @@ def test_retries_stop_at_the_limit() -> None:
     policy = Policy(retry=RetryPolicy(max_retries=2))
     job = job_in(S.RUNNING)
     for _ in range(2):
-        effect = apply_report(job, job.attempts[-1].number, infrastructure_failure_of(job), LATER, policy)
+        effect = apply_report(job, job.attempts[-1].number, infrastructure_failure_of(job), LATER, policy, ROOMY)
         assert effect is not None and effect.job.state is S.PENDING
         job = lifecycle.mark_running(lifecycle.start(effect.job, LATER, reason="fits"), LATER)
 
-    final = apply_report(job, 3, infrastructure_failure_of(job), LATER, policy)
+    final = apply_report(job, 3, infrastructure_failure_of(job), LATER, policy, ROOMY)
 
     assert final is not None and final.job.state is S.FAILED
     assert "had its 2 retries (retry.max_retries)" in (final.job.reason or "")
@@ -231,7 +234,7 @@ def infrastructure_failure_of(job: Job) -> TrainingJobStatus:
 
 
 def test_a_failure_while_a_stop_is_under_way_ends_the_job_as_before() -> None:
-    effect = apply_report(job_in(S.PREEMPTING), 1, failed("InternalServerError: x"), LATER, Policy())
+    effect = apply_report(job_in(S.PREEMPTING), 1, failed("InternalServerError: x"), LATER, Policy(), ROOMY)
 
     assert effect is not None and effect.job.state is S.FAILED
 

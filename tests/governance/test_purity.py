@@ -15,7 +15,7 @@ from smq_lambda.governance.idle_notifications import parse_notification
 from smq_lambda.governance.limits import check_outside_job
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.governance.retry import decide_failure
-from smq_lambda.governance.spot import decide_spot_fallback
+from smq_lambda.governance.spot import OnDemandCapacity, decide_spot_fallback
 
 from .builders import PREFIX, TOPIC, attempt_name, description, job, spot_request, transitions
 
@@ -75,7 +75,7 @@ def test_decisions_do_not_change_their_inputs() -> None:
 
     assert notification is not None
     assert check_outside_job(running, policy, tags=running["Tags"])
-    assert decide_spot_fallback(spot, running, policy) is not None
+    assert decide_spot_fallback(spot, running, policy, OnDemandCapacity({"ml.g5.xlarge": 1})) is not None
     assert decide_failure(spot, failing, policy) is not None
     assert decide_idle(notification, job=spot, policy=policy, part_states={put["AlarmName"]: "ALARM"}) is not None
     assert orphaned(PREFIX, [put["AlarmName"]], set()) != []

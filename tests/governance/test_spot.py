@@ -4,17 +4,23 @@ decision, and spot jobs SageMaker stopped at MaxWaitTimeInSeconds."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from smq_lambda.domain import lifecycle
+from smq_lambda.domain.model import Job, demand_of
 from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.placement import placements_of
+from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
+from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import (
+    OnDemandCapacity,
     decide_max_wait,
     decide_spot_fallback,
     interruptions,
@@ -22,8 +28,11 @@ from smq_lambda.governance.spot import (
     on_demand_request,
 )
 
-from .builders import attempt_name, description, job, request, spot_request, transitions
+from .builders import NONCE, NOW, attempt_name, description, job, request, spot_request, transitions
 
+G5 = "ml.g5.xlarge"
+ROOMY = OnDemandCapacity({G5: 8})
+"""The on-demand capacity of a queue where the builders' jobs may always fall back."""
 INTERRUPTED_TWICE = transitions(
     "Starting", "Training", "Interrupted", "Starting", "Training", "Interrupted", "Starting"
 )
@@ -100,7 +109,7 @@ def interrupted(times: int, name: str = SPOT_NAME, status: str = "InProgress") -
 
 
 def test_an_attempt_interrupted_more_than_the_limit_falls_back_to_on_demand() -> None:
-    fallback = decide_spot_fallback(SPOT_JOB, interrupted(4), Policy())
+    fallback = decide_spot_fallback(SPOT_JOB, interrupted(4), Policy(), ROOMY)
 
     assert isinstance(fallback, FallBackToOnDemand)
     assert (fallback.job_name, fallback.attempt, fallback.training_job_name) == ("vit", 1, SPOT_NAME)
@@ -131,7 +140,7 @@ def test_an_attempt_interrupted_more_than_the_limit_falls_back_to_on_demand() ->
          "stopping", "on demand", "fallen back already", "spot only"],
 )  # fmt: skip
 def test_fallback_table(queued: Any, report: dict[str, Any], policy: Policy, falls_back: bool) -> None:
-    assert isinstance(decide_spot_fallback(queued, report, policy), FallBackToOnDemand) is falls_back
+    assert isinstance(decide_spot_fallback(queued, report, policy, ROOMY), FallBackToOnDemand) is falls_back
 
 
 def test_a_job_without_checkpoints_is_told_it_starts_over() -> None:
@@ -139,9 +148,10 @@ def test_a_job_without_checkpoints_is_told_it_starts_over() -> None:
     del without["CheckpointConfig"]
     queued = job(JobState.RUNNING, stored_request=without)
 
-    fallback = decide_spot_fallback(queued, interrupted(4, name=attempt_name(queued)), Policy())
+    fallback = decide_spot_fallback(queued, interrupted(4, name=attempt_name(queued)), Policy(), ROOMY)
 
-    assert fallback is not None and fallback.reason.endswith("starts over: the request has no CheckpointConfig")
+    assert isinstance(fallback, FallBackToOnDemand)
+    assert fallback.reason.endswith("starts over: the request has no CheckpointConfig")
     assert "CheckpointConfig" not in fallback.request
 
 
@@ -150,7 +160,7 @@ def stopped(name: str, secondary: str) -> TrainingJobStatus:
 
 
 def test_a_spot_job_stopped_at_its_max_wait_time_is_queued_again_on_demand() -> None:
-    fallback = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"))
+    fallback = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"), ROOMY)
 
     assert fallback == FallBackToOnDemand(
         "vit", 1, SPOT_NAME, on_demand_request(SPOT_JOB.request),
@@ -163,7 +173,7 @@ def test_a_spot_job_stopped_at_its_max_wait_time_is_queued_again_on_demand() -> 
 def test_a_spot_only_job_stopped_at_its_max_wait_time_fails_with_that_reason() -> None:
     spot_only = job(JobState.RUNNING, stored_request=spot_request(Tags=[{"Key": "smq:spot-only", "Value": "true"}]))
 
-    failed = decide_max_wait(spot_only, stopped(attempt_name(spot_only), "MaxWaitTimeExceeded"))
+    failed = decide_max_wait(spot_only, stopped(attempt_name(spot_only), "MaxWaitTimeExceeded"), ROOMY)
 
     assert failed == FailJob(
         "vit", 1, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
@@ -186,4 +196,95 @@ def test_a_spot_only_job_stopped_at_its_max_wait_time_fails_with_that_reason() -
     ids=["plain stop", "max runtime", "not stopped", "another training job", "preempting", "stopping", "ended"],
 )
 def test_other_reports_are_not_max_wait(queued: Any, report: TrainingJobStatus) -> None:
-    assert decide_max_wait(queued, report) is None
+    assert decide_max_wait(queued, report, ROOMY) is None
+
+
+def running_spot(**resources: Any) -> Job:
+    """A running spot job of `resources` (its ResourceConfig), its placements and demand as
+    submission makes them, started at its first placement."""
+    stored = spot_request(ResourceConfig={**resources, "VolumeSizeInGB": 50})
+    pending = replace(job(JobState.PENDING, stored_request=stored), demand=demand_of(stored),
+                      placements=placements_of(stored), purchase=purchase_of(stored))  # fmt: skip
+    first = pending.placements[0] if pending.placements else None
+    return lifecycle.mark_running(lifecycle.start(pending, NOW, reason="fits", nonce=NONCE, placement=first), NOW)
+
+
+def flexible(*preferences: tuple[str, int]) -> Job:
+    return running_spot(
+        InstancePreferences=[{"InstanceType": kind, "InstanceCount": count} for kind, count in preferences]
+    )
+
+
+def grouped(*groups: tuple[str, int]) -> Job:
+    return running_spot(
+        InstanceGroups=[
+            {"InstanceGroupName": f"g{n}", "InstanceType": kind, "InstanceCount": count}
+            for n, (kind, count) in enumerate(groups)
+        ]
+    )
+
+
+P5 = "ml.p5.48xlarge"
+
+
+@pytest.mark.parametrize(
+    ("queued", "capacity", "falls_back"),
+    [
+        (SPOT_JOB, OnDemandCapacity({G5: 1}), True),
+        (SPOT_JOB, OnDemandCapacity({G5: 0, f"{G5}:spot": 8}), False),
+        (running_spot(InstanceType=G5, InstanceCount=2), OnDemandCapacity({G5: 1}), False),
+        (SPOT_JOB, OnDemandCapacity({}, unpooled_unlimited=True), True),
+        (SPOT_JOB, OnDemandCapacity({}), False),
+        (SPOT_JOB, OnDemandCapacity({G5: 0}, unpooled_unlimited=True), False),
+        (flexible((G5, 1), (P5, 1)), OnDemandCapacity({G5: 0, P5: 1}), True),
+        (flexible((G5, 1), (P5, 1)), OnDemandCapacity({G5: 0, P5: 0}), False),
+        (grouped((G5, 1), (P5, 1)), OnDemandCapacity({G5: 1, P5: 1}), True),
+        (grouped((G5, 1), (P5, 1)), OnDemandCapacity({G5: 1, P5: 0}), False),
+    ],
+    ids=["a pool holds it", "a pool of 0 beside a spot pool", "a pool too small", "unpooled, unlimited",
+         "unpooled, rejected", "a pool of 0 while unpooled types are unlimited", "a later preference's pool",
+         "no preference's pool", "every group's pool", "one group's pool of 0"],
+)  # fmt: skip
+def test_an_interrupted_job_falls_back_only_where_an_on_demand_pool_can_hold_it(
+    queued: Any, capacity: OnDemandCapacity, falls_back: bool
+) -> None:
+    decision = decide_spot_fallback(queued, interrupted(4, name=attempt_name(queued)), Policy(), capacity)
+
+    assert isinstance(decision, FallBackToOnDemand if falls_back else StayOnSpot)
+
+
+def test_without_on_demand_capacity_it_stays_on_spot_and_says_why_once() -> None:
+    stays = decide_spot_fallback(SPOT_JOB, interrupted(4), Policy(), OnDemandCapacity({G5: 0}))
+
+    assert stays == StayOnSpot(
+        "vit", 1,
+        "stays on spot: interrupted more than 3 times (spot_interruption_limit 3), but ml.g5.xlarge has no "
+        "on-demand capacity here (pool of 0 instances, it needs 1); SageMaker goes on restarting it on spot",
+    )  # fmt: skip
+    told = replace(SPOT_JOB, reason=stays.reason)
+    assert decide_spot_fallback(told, interrupted(5), Policy(), OnDemandCapacity({G5: 0})) is None
+    starting = job(JobState.STARTING, stored_request=spot_request())
+    assert decide_spot_fallback(starting, interrupted(4), Policy(), OnDemandCapacity({G5: 0})) is None
+
+
+@pytest.mark.parametrize(
+    ("capacity", "why"),
+    [
+        (OnDemandCapacity({G5: 0}), "ml.g5.xlarge has no on-demand capacity here (pool of 0 instances, it needs 1)"),
+        (
+            OnDemandCapacity({}),
+            "ml.g5.xlarge has no on-demand capacity here (no pool, and unpooled types are rejected)",
+        ),
+    ],
+    ids=["a pool of 0", "no pool"],
+)
+def test_a_spot_job_stopped_at_its_max_wait_without_on_demand_capacity_fails_saying_why(
+    capacity: OnDemandCapacity, why: str
+) -> None:
+    failed = decide_max_wait(SPOT_JOB, stopped(SPOT_NAME, "MaxWaitTimeExceeded"), capacity)
+
+    assert failed == FailJob(
+        "vit", 1, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED,
+        f"stopped by SageMaker: MaxWaitTimeInSeconds (7200 s) exceeded; it cannot move on demand: {why}; "
+        "resubmit it to resume from its checkpoints in s3://bucket/ckpt/vit/abc/",
+    )  # fmt: skip

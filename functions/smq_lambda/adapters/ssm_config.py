@@ -61,5 +61,7 @@ class SsmConfigSource:
     def _config(self, value: Any, source: str) -> SchedulerConfig:
         document = parse_config_document(value, source=source)
         for warning in document.warnings:
-            logger.warning("configuration document: a likely mistake", extra={"source": source, "warning": str(warning)})
+            logger.warning(
+                "configuration document: a likely mistake", extra={"source": source, "warning": str(warning)}
+            )
         return SchedulerConfig.of(document, unpooled=self._settings.unpooled, backfill=self._settings.backfill)

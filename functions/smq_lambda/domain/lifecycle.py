@@ -246,6 +246,14 @@ def fall_back_to_on_demand(job: Job, now: datetime, *, request: Mapping[str, Any
     return replace(changed, request=request, purchase=purchase, placements=placements)
 
 
+def stay_on_spot(job: Job, now: datetime, *, reason: str) -> Job:
+    """A spot attempt interrupted too often goes on on spot: no on-demand pool of the queue could
+    hold its job (governance/spot.py). Not a state change, but a versioned write of the job's reason,
+    which its history keeps after the attempt ends."""
+    changed = with_change(job, Change(at=now, by=GOVERNANCE, what=reason))
+    return replace(changed, reason=reason, version=job.version + 1, updated_at=now)
+
+
 def finish(job: Job, target: JobState, now: datetime, *, outcome: AttemptOutcome, reason: str | None) -> Job:
     return _advance(
         job, target, now, attempts=_close_attempt(job, now, outcome, reason), reason=reason, stop_outcome=None

@@ -120,8 +120,9 @@ class Job:
     max_runtime_s: int | None = None
     """The request's StoppingCondition.MaxRuntimeInSeconds: an upper bound on one attempt."""
     stop_outcome: AttemptOutcome | None = None
-    """Set while `stopping` for a governance rule (an idle GPU): when the stop lands the attempt
-    closes with this outcome and the job ends failed, not cancelled."""
+    """The outcome a stop the queue made will close the attempt with: while `stopping` for a
+    governance rule (an idle GPU), after which the job ends failed, not cancelled; while
+    `preempting` at a training plan's window end (`plan-window-closed`), after which it waits again."""
     family: str | None = None
     """The job's `smq:family` tag at submission, else None (its family then comes from its name:
     see forecast/durations.py)."""

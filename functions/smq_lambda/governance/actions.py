@@ -96,6 +96,17 @@ class FallBackToOnDemand:
 
 
 @dataclass(frozen=True)
+class StayOnSpot:
+    """Leave an interrupted managed-spot attempt on spot (SageMaker restarts it) although it was
+    interrupted too often: no on-demand pool of the queue could ever hold the job. `reason` becomes
+    the running job's reason and stays in its history."""
+
+    job_name: str
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class RetryAttempt:
     """Close a failed attempt as an infrastructure failure and return the job to the queue for its
     next attempt (it keeps its submission time, so its place in the queue)."""
@@ -123,6 +134,7 @@ GovernanceAction = (
     | StopIdleJob
     | WarnLowUtilization
     | FallBackToOnDemand
+    | StayOnSpot
     | RetryAttempt
     | FailJob
 )

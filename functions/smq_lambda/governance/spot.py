@@ -13,6 +13,16 @@ A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds (`MaxWaitTimeExceed
 the same way when its job allows on demand (domain/purchase.py); a job tagged `smq:spot-only` ends
 failed with that reason instead.
 
+A job falls back only where the queue could ever start it on demand (`OnDemandCapacity`): some
+placement of it fits its on-demand pools, each configured to hold at least its instances, or an
+unpooled type while unpooled types are unlimited. Elsewhere (`"pools": {T: 0}` beside
+`"spot": {"pools": {T: 8}}`) the job would wait on demand for good beside free spot instances, so
+this queue runs it as spot only: an interrupted attempt stays on spot, its reason and history saying
+why (once per attempt), and one stopped at its MaxWaitTimeInSeconds ends failed as a `smq:spot-only`
+job does, its reason naming the missing capacity (queued again on spot with the same
+MaxWaitTimeInSeconds it could be stopped the same way without end; its checkpoints stay for a
+resubmission).
+
 Interruptions are counted from SageMaker's own reports: the `Interrupted` entries of the attempt's
 `SecondaryStatusTransitions`, the full history, so duplicate or late reports count nothing twice.
 Each rule answers only for the job's open attempt while it starts or runs, so a duplicate or late
@@ -23,6 +33,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from smq_lambda.domain.model import Job
@@ -31,7 +42,7 @@ from smq_lambda.domain.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
 from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.governance.actions import FailJob, FallBackToOnDemand
+from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import is_int, member, reported_running_attempt
 
@@ -39,6 +50,35 @@ INTERRUPTED = "Interrupted"
 MAX_WAIT_TIME_EXCEEDED = "MaxWaitTimeExceeded"
 STOPPED = "Stopped"
 IN_PROGRESS = "InProgress"
+
+
+@dataclass(frozen=True)
+class OnDemandCapacity:
+    """What the queue's configuration holds on demand: instances per pool (`pools`; the spot pools,
+    `<type>:spot`, are never asked about), and whether an instance type without a pool runs
+    unlimited (`SMQ_UNPOOLED=unlimited`) or not at all."""
+
+    pools: Mapping[str, int]
+    unpooled_unlimited: bool = False
+
+    def shortage(self, demand: Mapping[str, int]) -> str | None:
+        """Why `demand` (instances per pool) could never start on demand, even in empty pools; None
+        when it could."""
+        for pool, count in demand.items():
+            if pool not in self.pools:
+                if not self.unpooled_unlimited:
+                    return f"{pool} has no on-demand capacity here (no pool, and unpooled types are rejected)"
+            elif self.pools[pool] < count:
+                return f"{pool} has no on-demand capacity here (pool of {self.pools[pool]} instances, it needs {count})"
+        return None
+
+
+def on_demand_shortage(job: Job, capacity: OnDemandCapacity) -> str | None:
+    """Why none of `job`'s placements (a flexible job's preferences, else what it runs on) could ever
+    start on demand, for the first; None when one could."""
+    demands: list[Mapping[str, int]] = [placement.demand for placement in job.placements] or [job.instance_types]
+    shortages = [capacity.shortage(demand) for demand in demands]
+    return None if None in shortages else shortages[0]
 
 
 def interruptions(description: Mapping[str, Any]) -> int:
@@ -63,25 +103,38 @@ def on_demand_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return on_demand
 
 
-def decide_spot_fallback(job: Job, description: Mapping[str, Any], policy: Policy) -> FallBackToOnDemand | None:
+def decide_spot_fallback(
+    job: Job, description: Mapping[str, Any], policy: Policy, on_demand: OnDemandCapacity
+) -> FallBackToOnDemand | StayOnSpot | None:
     """Fall back to on-demand when the job's running spot attempt (the one `description` is about)
     has been interrupted more than the policy allows; None otherwise, and always for a job tagged
-    `smq:spot-only`, which never runs on demand (SageMaker goes on restarting it on spot)."""
+    `smq:spot-only`, which never runs on demand (SageMaker goes on restarting it on spot). Where
+    `on_demand` could never hold the job it stays on spot instead, once its reason says so (a
+    starting job first becomes running, by the report's plain meaning)."""
     attempt = reported_running_attempt(job, description, IN_PROGRESS)
     if attempt is None:
         return None
     count, limit = interruptions(description), policy.spot_interruption_limit
     if not is_spot(job.request) or count <= limit or not purchase_of(job.request).allows_on_demand:
         return None
-    why = f"attempt {attempt.number} was interrupted {count} times (limit {limit})"
-    return _fall_back(job, attempt.number, attempt.training_job_name, why)
+    shortage = on_demand_shortage(job, on_demand)
+    if shortage is None:
+        why = f"attempt {attempt.number} was interrupted {count} times (limit {limit})"
+        return _fall_back(job, attempt.number, attempt.training_job_name, why)
+    reason = (
+        f"stays on spot: interrupted more than {limit} times (spot_interruption_limit {limit}), but {shortage}; "
+        "SageMaker goes on restarting it on spot"
+    )
+    if job.reason == reason or job.state is not JobState.RUNNING:
+        return None
+    return StayOnSpot(job.name, attempt.number, reason)
 
 
 def _fall_back(job: Job, attempt: int, training_job_name: str, why: str) -> FallBackToOnDemand:
-    checkpoint = member(job.request.get("CheckpointConfig"), "S3Uri")
+    checkpoint = _checkpoint(job)
     resume = (
         f"resumes from its checkpoints in {checkpoint}"
-        if isinstance(checkpoint, str)
+        if checkpoint is not None
         else "starts over: the request has no CheckpointConfig"
     )
     reason = (
@@ -91,11 +144,13 @@ def _fall_back(job: Job, attempt: int, training_job_name: str, why: str) -> Fall
     return FallBackToOnDemand(job.name, attempt, training_job_name, on_demand_request(job.request), reason)
 
 
-def decide_max_wait(job: Job, status: TrainingJobStatus) -> FallBackToOnDemand | FailJob | None:
+def decide_max_wait(
+    job: Job, status: TrainingJobStatus, on_demand: OnDemandCapacity
+) -> FallBackToOnDemand | FailJob | None:
     """A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds falls back to on demand when its
-    job allows it, else ends the job failed with that reason (not as stopped outside the queue);
-    None for any other report, or a stop the queue asked for (a preemption or cancel landing at the
-    same moment keeps its meaning)."""
+    job allows it and `on_demand` could hold it, else ends the job failed with that reason (not as
+    stopped outside the queue); None for any other report, or a stop the queue asked for (a
+    preemption or cancel landing at the same moment keeps its meaning)."""
     attempt = job.current_attempt
     if attempt is None or not attempt.is_open or attempt.training_job_name != status.name:
         return None
@@ -105,11 +160,28 @@ def decide_max_wait(job: Job, status: TrainingJobStatus) -> FallBackToOnDemand |
         return None
     limit = member(job.request.get("StoppingCondition"), SPOT_ONLY_STOPPING_MEMBER)
     waited = f" ({limit} s)" if is_int(limit) else ""
-    if purchase_of(job.request).allows_on_demand:
-        why = f"SageMaker stopped attempt {attempt.number} at its {SPOT_ONLY_STOPPING_MEMBER}{waited}"
-        return _fall_back(job, attempt.number, attempt.training_job_name, why)
-    reason = (
-        f"stopped by SageMaker: {SPOT_ONLY_STOPPING_MEMBER}{waited} exceeded; a managed-spot job must finish, "
-        f"waits for spot capacity included, within it (tagged smq:spot-only: never on demand)"
-    )
-    return FailJob(job.name, attempt.number, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED, reason)
+    exceeded = f"stopped by SageMaker: {SPOT_ONLY_STOPPING_MEMBER}{waited} exceeded"
+    if not purchase_of(job.request).allows_on_demand:
+        reason = (
+            f"{exceeded}; a managed-spot job must finish, waits for spot capacity included, within it "
+            f"(tagged smq:spot-only: never on demand)"
+        )
+        return FailJob(job.name, attempt.number, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED, reason)
+    shortage = on_demand_shortage(job, on_demand)
+    if shortage is not None:
+        checkpoint = _checkpoint(job)
+        resubmit = (
+            f"resubmit it to resume from its checkpoints in {checkpoint}"
+            if checkpoint is not None
+            else "a resubmission starts over: the request has no CheckpointConfig"
+        )
+        reason = f"{exceeded}; it cannot move on demand: {shortage}; {resubmit}"
+        return FailJob(job.name, attempt.number, AttemptOutcome.MAX_WAIT_TIME_EXCEEDED, reason)
+    why = f"SageMaker stopped attempt {attempt.number} at its {SPOT_ONLY_STOPPING_MEMBER}{waited}"
+    return _fall_back(job, attempt.number, attempt.training_job_name, why)
+
+
+def _checkpoint(job: Job) -> str | None:
+    """Where the job's attempts checkpoint (every attempt shares its CheckpointConfig)."""
+    checkpoint = member(job.request.get("CheckpointConfig"), "S3Uri")
+    return checkpoint if isinstance(checkpoint, str) else None

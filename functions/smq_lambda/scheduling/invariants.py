@@ -199,7 +199,7 @@ def _request_problems(request: Mapping[str, Any], placement: Placement) -> list[
 
 
 def _budgets_kept(after: _After, snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> list[Violation]:
-    violations = []
+    violations: list[Violation] = []
     for team, (budget, committed) in sorted(_committed(after, snapshot, config, now).items()):
         started = [after.jobs[name] for name in sorted(after.starts) if _held_by(after.jobs[name], team)]
         violations.extend(

@@ -36,7 +36,12 @@ def stop_at_window_end(state: PassState) -> None:
         reason = plan_windows.window_end(closed[0], state.now)
         state.actions.append(
             PreemptJob(
-                job.name, attempt.number, closed[0].pool, reason, history=reason, outcome=AttemptOutcome.PLAN_WINDOW_CLOSED
+                job.name,
+                attempt.number,
+                closed[0].pool,
+                reason,
+                history=reason,
+                outcome=AttemptOutcome.PLAN_WINDOW_CLOSED,
             )
         )
         del state.live[job.name]

@@ -29,8 +29,17 @@ from smq_lambda.domain.training_status import (
 from smq_lambda.errors import ServiceUnavailable, TrainingServiceError, VersionConflict
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy
+from smq_lambda.governance.spot import OnDemandCapacity
 from smq_lambda.governance.untyped_fields import tag_map
-from smq_lambda.ports import JobStore, PolicySource, SpotInterruptionBook, TrainingEndListener, TrainingJobStatus
+from smq_lambda.ports import (
+    ConfigSource,
+    JobStore,
+    PolicySource,
+    SpotInterruptionBook,
+    TrainingEndListener,
+    TrainingJobStatus,
+)
+from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.job_effects import JobEffects, isolated
 from smq_lambda.service.spot_interruptions import count_interruptions
@@ -62,6 +71,11 @@ class ReportOutcome:
     way until it reached the dead-letter queue."""
 
 
+def on_demand_capacity(config: SchedulerConfig) -> OnDemandCapacity:
+    """What `config` holds on demand, as the spot rules read it."""
+    return OnDemandCapacity(config.pools, unpooled_unlimited=config.unpooled is UnpooledPolicy.UNLIMITED)
+
+
 def current_policy(source: PolicySource | None) -> Policy:
     """The governance policy in force; the default one when no source is configured."""
     return source.load() if source is not None else Policy()
@@ -76,19 +90,24 @@ class ReportIntake:
         store: JobStore,
         effects: JobEffects,
         clock: Callable[[], datetime],
+        config: ConfigSource,
         policy: PolicySource | None,
         idle_watch: IdleWatch | None,
         stack: str | None = None,
         training_end_listeners: Sequence[TrainingEndListener] = (),
         spot_interruptions: SpotInterruptionBook | None = None,
     ) -> None:
-        """`stack`: this stack's name; a training job tagged with another smq stack's is outside
+        """`config`: the queue's configuration, whose on-demand pools say where a spot job may fall
+        back (read with every report, from the source's cache; a report fails while no valid
+        configuration is in force, and is delivered again). `stack`: this stack's name; a training
+        job tagged with another smq stack's is outside
         this queue whatever job its tags name, and only its instances are counted.
         `training_end_listeners`: told of each own attempt's end in SageMaker (costs, durations).
         `spot_interruptions`: where each own attempt's spot interruptions are counted, once each."""
         self._store = store
         self._effects = effects
         self._clock = clock
+        self._config = config
         self._policy = policy
         self._idle_watch = idle_watch
         self._stack = stack
@@ -123,6 +142,7 @@ class ReportIntake:
         event) puts them whenever it reports `Training`. A report about a training job outside the
         queue marks `outcome` so."""
         policy = current_policy(self._policy)
+        on_demand = on_demand_capacity(self._config.load())
         for _ in range(REPORT_RETRIES):
             job = None if is_another_stacks(status.tags or {}, self._stack) else self._store.get(job_name)
             if job is None or not is_own_attempt(job, attempt_number, status.name):
@@ -135,7 +155,7 @@ class ReportIntake:
                 return None
             if self._spot_interruptions is not None:
                 count_interruptions(self._spot_interruptions, job, attempt_number, status, self._clock())
-            effect = apply_report(job, attempt_number, status, self._clock(), policy)
+            effect = apply_report(job, attempt_number, status, self._clock(), policy, on_demand)
             if effect is None:
                 if not is_stale(job, attempt_number, status):
                     self._track_closed_attempt(job, job, attempt_number, status)

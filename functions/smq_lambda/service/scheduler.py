@@ -88,6 +88,7 @@ class Scheduler:
             store=store,
             effects=effects,
             clock=clock,
+            config=config,
             policy=policy,
             idle_watch=idle_watch,
             stack=stack,

@@ -27,7 +27,7 @@ from smq_lambda.domain.warm_match import keep_alive_seconds
 from smq_lambda.domain.warm_pools import WarmPool
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
-from smq_lambda.governance.spot import decide_spot_fallback
+from smq_lambda.governance.spot import OnDemandCapacity, decide_spot_fallback
 from smq_lambda.replay.events import DEFAULT_TIMING, Event, Timing
 from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.trace_job import TraceJob
@@ -70,6 +70,8 @@ class Simulation(VirtualQueue):
     ) -> None:
         super().__init__(trace, pools, policy, timing=timing, observe=observe)
         self.governed = governed
+        self.on_demand = OnDemandCapacity(self.pools)
+        """Where a spot job may fall back: the run's pools (a trace names no other: check_pools)."""
         self.meters = Meters.for_pools(self.pools)
         self.kept_work = KeptWork()
         self.placement = PlacementMeter(trace)
@@ -159,7 +161,8 @@ class Simulation(VirtualQueue):
             "TrainingJobStatus": "InProgress",
             "SecondaryStatusTransitions": [{"Status": "Interrupted"}] * interruptions,
         }
-        return decide_spot_fallback(job, description, Policy())
+        decision = decide_spot_fallback(job, description, Policy(), self.on_demand)
+        return decision if isinstance(decision, FallBackToOnDemand) else None
 
     def _start(self, job: Job, action: StartJob) -> bool:
         self._reusing = self.warm.held.pop(action.warm_pool, None) if action.warm_pool is not None else None
