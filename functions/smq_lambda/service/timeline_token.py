@@ -3,11 +3,10 @@ on the way back in so that nothing a client made up reaches DynamoDB as a start 
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from typing import Any
 
+from smq_lambda.adapters.page_token import opaque, unwrap
 from smq_lambda.domain.model import JOB_ID_PATTERN, ORDER_KEY_PATTERN
 from smq_lambda.domain.states import LIVE_STATES
 from smq_lambda.errors import InvalidRequest
@@ -31,16 +30,12 @@ def encode_timeline_token(cursor: TimelineCursor) -> str:
         payload["at"] = [at.ended, at.partition, at.sort_key, at.item_key]
     if cursor.partly is not None:
         payload["in"] = [cursor.partly.job_id, cursor.partly.last_number]
-    text = json.dumps(payload, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    return opaque(payload)
 
 
 def decode_timeline_token(token: str) -> TimelineCursor:
     """The cursor a token stands for; a token GET /attempts did not issue is bad input."""
-    try:
-        payload = json.loads(base64.urlsafe_b64decode((token + "=" * (-len(token) % 4)).encode()))
-    except ValueError as exc:
-        raise _bad_token() from exc
+    payload = unwrap(token)
     if not isinstance(payload, dict) or payload.get("v") != _TOKEN_VERSION or not set(payload) <= {"v", "at", "in"}:
         raise _bad_token()
     return TimelineCursor(_position(payload.get("at")), _partly(payload.get("in")))
