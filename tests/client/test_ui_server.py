@@ -330,3 +330,13 @@ def test_smq_ui_says_when_its_port_is_taken(
     assert capsys.readouterr().err == (
         f"smq: error: cannot listen on 127.0.0.1:{taken} (Address already in use); pass --port N (0: any free one)\n"
     )
+
+
+@pytest.mark.parametrize("length", ["abc", "-5", "1e3"])
+def test_a_malformed_content_length_is_a_400_and_nothing_is_forwarded(
+    ui: UiServer, upstream: Upstream, length: str
+) -> None:
+    status, _, _ = call(ui, "DELETE", "/api/jobs/a", headers={**own(ui), "Content-Length": length})
+
+    assert status == 400
+    assert upstream.requests == []

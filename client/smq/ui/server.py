@@ -270,7 +270,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """Quiet: the terminal running `smq ui` shows only its address and errors."""
 
     def _serve(self) -> None:
-        length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY_BYTES)
+        declared = self.headers.get("Content-Length") or "0"
+        if not declared.isdigit():
+            self.send_error(400, "Content-Length must be a non-negative integer")
+            return
+        length = min(int(declared), MAX_BODY_BYTES)
         body = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
         answer = self.server.app.answer(self.command, self.path, headers, body)  # type: ignore[attr-defined]
