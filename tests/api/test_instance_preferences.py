@@ -173,7 +173,7 @@ def test_each_attempt_shows_its_placement_and_the_keep_alive_the_queue_sent(
 
     assert (flexible["instance_type"], flexible["instance_count"], flexible["keep_alive_s"]) == (G5, 4, 600)
     assert (pinned["instance_type"], pinned["instance_count"], pinned["keep_alive_s"]) == (G5, 1, None)
-    assert api.get("pinned-job").body["selected_instance_type"] is None, "SageMaker selects for flexible jobs only"
+    assert api.get("pinned-job").body["selected_instance_type"] == G5
 
 
 def test_each_preference_gets_the_warm_key_of_the_request_pinned_to_it() -> None:

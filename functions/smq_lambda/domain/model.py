@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from smq_lambda.domain.outcomes import AttemptOutcome
@@ -161,7 +162,7 @@ class Job:
         attempt = self.current_attempt
         return None if attempt is None else attempt.placement
 
-    @property
+    @cached_property
     def own_placement(self) -> Placement | None:
         """A pinned job's one placement: its type and count, on its request's purchase option, in
         the type's pool; None for a flexible job or one of instance groups."""

@@ -53,7 +53,7 @@ def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, A
     SageMaker (up to 256 KB, so only GET /jobs/{name}?include=request carries it)."""
     job = entry.job
     attempt = job.current_attempt
-    selected = job.selected if job.placements else None  # SelectedInstanceType: a flexible job's only
+    selected = job.selected
     view: dict[str, Any] = {
         "name": job.name,
         "job_id": job.job_id,

@@ -128,6 +128,10 @@ class BudgetBook:
             return cls({}, {}, snapshot.prices, (), now)
         return cls(budgets, snapshot.team_spend, snapshot.prices, live, now)
 
+    def may_hold(self, job: Job) -> bool:
+        """`job`'s team has a hold budget and the job no override: `hold` may hold it."""
+        return bool(self._budgets) and not job.budget_override and budget_team(job) in self._budgets
+
     def hold(self, job: Job, at: Placement | None = None) -> BudgetHold | None:
         """Why `job` may not start now under its team's budget, priced at placement `at` (a flexible
         job's, each in turn while the pass places it); None when it may."""

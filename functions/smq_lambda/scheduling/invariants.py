@@ -46,7 +46,7 @@ from smq_lambda.scheduling.actions import Action, ExplainWait, StartJob
 from smq_lambda.scheduling.budget_hold import budget_team
 from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.scheduling.purchase_options import offer
-from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
+from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy, held_warm_pools
 
 
 class Invariant(StrEnum):
@@ -265,6 +265,8 @@ def _no_idle_wait(
     now: datetime,
     budget_held: frozenset[str],
 ) -> list[Violation]:
+    if not _any_room(after, config):
+        return []  # the usual state of a busy queue: nobody can be waiting beside room
     explained = {action.job_name: action.reason for action in actions if isinstance(action, ExplainWait)}
     waiting = sorted(
         (
@@ -278,26 +280,23 @@ def _no_idle_wait(
         key=lambda job: job.order,
     )
     budgets = _committed(after, snapshot, config, now)
-    options = {
-        job.name: [
-            placement.demand if placement is not None else job.demand
-            for placement in _options(job, snapshot, config, now)
-            if _covered(job, placement, snapshot, budgets)
-        ]
-        for job in waiting
-    }
-    wanted: dict[str, list[Job]] = {}
+    placements = {job.name: _options(job, snapshot, config, now) for job in waiting}
+    first: dict[str, Job] = {}  # per pool, the earliest job waiting there (whatever its budget allows)
+    waiters: Counter[str] = Counter()
     for job in waiting:
-        for pool in {pool for option in _all_pools(job, snapshot, config, now) for pool in option}:
-            wanted.setdefault(pool, []).append(job)
+        pools = {pool for placement in placements[job.name] for pool in _demand(job, placement)}
+        for pool in pools:
+            first.setdefault(pool, job)
+        waiters.update(pools)
     claims = _team_claims(after, config)
     aging = config.aging.per_hour > 0
     violations = []
     for job in waiting:
-        for option in options[job.name]:
-            blocked = any(
-                other is not job and (aging or other.order < job.order) for pool in option for other in wanted[pool]
-            )
+        for placement in placements[job.name]:
+            if not _covered(job, placement, snapshot, budgets):
+                continue
+            option = _demand(job, placement)
+            blocked = any(first[pool] is not job or (aging and waiters[pool] > 1) for pool in option)
             if blocked or not _has_room(job, option, after, claims, config):
                 continue
             note = " (explained this pass)" if job.name in explained else ""
@@ -312,9 +311,15 @@ def _no_idle_wait(
     return violations
 
 
-def _all_pools(job: Job, snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> list[Mapping[str, int]]:
-    """Every pool a waiting job waits in (whatever its budget allows: it heads them all)."""
-    return [p.demand if p is not None else job.demand for p in _options(job, snapshot, config, now)]
+def _any_room(after: _After, config: SchedulerConfig) -> bool:
+    """Some pool has an instance nobody holds (or no limit)."""
+    if config.unpooled is UnpooledPolicy.UNLIMITED:
+        return True
+    return any(capacity > after.used[pool] for pool, capacity in config.pools.items())
+
+
+def _demand(job: Job, placement: Placement | None) -> Mapping[str, int]:
+    return job.demand if placement is None else placement.demand
 
 
 def _options(job: Job, snapshot: Snapshot, config: SchedulerConfig, now: datetime) -> list[Placement | None]:
@@ -329,8 +334,10 @@ def _covered(
 ) -> bool:
     """Its team's hold budget (if any) covers `job` at `placement`: a placement it does not may
     not be used, so waiting beside room there breaks no rule."""
+    if not budgets or job.budget_override:
+        return True
     team = budget_team(job)
-    if team not in budgets or job.budget_override:
+    if team not in budgets:
         return True
     budget, committed = budgets[team]
     estimate = estimated_cost(job, snapshot.prices, at=placement)

@@ -87,6 +87,8 @@ class PassState:
         priced at the placement the pass chose for it: explained, it blocks nothing and nothing is
         stopped for it. Checked when the walk reaches it, and again by a later phase that decides
         it (starts of its team since then count)."""
+        if not self.budgets.may_hold(job):
+            return False
         held = self.budgets.hold(job, self.chosen(job))
         if held is not None:
             self.hold_for_budget(job, held.reason())
