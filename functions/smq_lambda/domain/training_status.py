@@ -57,7 +57,7 @@ def is_stale(job: Job, attempt_number: int, status: TrainingJobStatus) -> bool:
     stopped.)"""
     if status.status not in (IN_PROGRESS, STOPPING):
         return False
-    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    attempt = job.attempt(attempt_number)
     return attempt is not None and attempt.outcome in ENDED_IN_SAGEMAKER
 
 
@@ -68,7 +68,7 @@ REPORTED_ENDINGS = frozenset({AttemptOutcome.COMPLETED, AttemptOutcome.FAILED, A
 def reported_ended(job: Job, attempt_number: int) -> bool:
     """SageMaker reported the end of attempt `attempt_number`'s training job: a later report that
     it is in progress was delivered late."""
-    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    attempt = job.attempt(attempt_number)
     return attempt is not None and attempt.outcome in REPORTED_ENDINGS
 
 

@@ -116,7 +116,7 @@ def warm_pool_left(job: Job, attempt_number: int, training_job_name: str, ended_
     """The warm pool attempt `attempt_number` of `job` left when it ended at `ended_at` (its report
     says `Available`): the request as sent (pinned to its placement, with the keep-alive the queue
     sent) gives its instances, its key and how long it stays; None when that request keeps none."""
-    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    attempt = job.attempt(attempt_number)
     if attempt is None:
         return None
     request = copy.deepcopy(dict(job.request))

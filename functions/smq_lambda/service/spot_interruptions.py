@@ -52,7 +52,7 @@ def rates_for_pass(book: SpotInterruptionBook | None, config: SchedulerConfig, n
 
 def _instance_type(job: Job, attempt_number: int) -> str:
     """The type the attempt ran on: its placement's, else the job's own (a pinned job's pool)."""
-    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    attempt = job.attempt(attempt_number)
     if attempt is not None and attempt.placement is not None:
         return attempt.placement.instance_type
     return next(iter(job.listed_demand))

@@ -64,7 +64,7 @@ class WarmPoolKeeper:
 
 def _instances(job: Job, attempt_number: int) -> int:
     """The instances the attempt held (`ResourceRetainedBillableTimeInSeconds` is per instance)."""
-    attempt = next((attempt for attempt in job.attempts if attempt.number == attempt_number), None)
+    attempt = job.attempt(attempt_number)
     if attempt is not None and attempt.placement is not None:
         return attempt.placement.count
     return int((job.request.get("ResourceConfig") or {}).get("InstanceCount", 1))
