@@ -16,6 +16,7 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import placements_of
 from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.teams import Quota, Sharing, Teams
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
@@ -251,6 +252,41 @@ def test_an_interrupted_job_falls_back_only_where_an_on_demand_pool_can_hold_it(
     decision = decide_spot_fallback(queued, interrupted(4, name=attempt_name(queued)), Policy(), capacity)
 
     assert isinstance(decision, FallBackToOnDemand if falls_back else StayOnSpot)
+
+
+def quotas(sharing: Sharing, borrow_limit: int | None = None, team: str = "nlp") -> Teams:
+    """A queue whose team `team` has no on-demand quota of G5 beside `other`, which lends 2."""
+    return Teams(
+        quotas={
+            team: Quota({G5: 0}, sharing=sharing, borrow_limit=borrow_limit),
+            "other": Quota({G5: 2}, sharing=Sharing.LEND),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("teams", "falls_back"),
+    [
+        (quotas(Sharing.LEND_AND_BORROW), True),
+        (quotas(Sharing.LEND_AND_BORROW, borrow_limit=1), True),
+        (quotas(Sharing.LEND_AND_BORROW, borrow_limit=0), False),
+        (quotas(Sharing.RESERVE), False),
+        (quotas(Sharing.LEND), False),
+        (quotas(Sharing.RESERVE, team="misspelt"), True),
+    ],
+    ids=["it may borrow", "within its borrow limit", "a borrow limit of 0", "its team reserves a quota of 0",
+         "its team lends a quota of 0", "a team the configuration does not name: unassigned, which borrows"],
+)  # fmt: skip
+def test_an_interrupted_job_falls_back_only_where_its_team_may_ever_hold_it_on_demand(
+    teams: Teams, falls_back: bool
+) -> None:
+    nlp = replace(SPOT_JOB, team="nlp")
+
+    decision = decide_spot_fallback(nlp, interrupted(4), Policy(), OnDemandCapacity({G5: 2}, teams=teams))
+
+    assert isinstance(decision, FallBackToOnDemand if falls_back else StayOnSpot)
+    if not falls_back:
+        assert "ml.g5.xlarge has no on-demand capacity for nlp (0 instances at most, it needs 1)" in decision.reason
 
 
 def test_without_on_demand_capacity_it_stays_on_spot_and_says_why_once() -> None:

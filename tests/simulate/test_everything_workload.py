@@ -214,3 +214,17 @@ def test_a_spot_job_beside_an_on_demand_pool_of_0_ends() -> None:
 
 def test_a_run_with_flexible_spot_jobs_ends() -> None:
     assert simulate_everything(0, 60, EverythingOptions(flexible_spot=True)).metrics["unfinished"] == []
+
+
+def test_a_spot_job_whose_team_may_never_hold_it_on_demand_stays_on_spot_and_ends() -> None:
+    """Found by the Hypothesis test above: every team reserves an on-demand quota of 0, so a spot job
+    moved on demand after its interruptions would have waited for good."""
+    reserve = EverythingOptions(
+        backfill=False, sharing=(Sharing.RESERVE,) * len(TEAMS), budgets=(None,) * len(TEAMS),
+        spot_adaptive=False, on_demand_after_s=None, plan=False, warm_pools=False, warm_pools_section=False,
+        fast=1, slow=2, warm=1,
+    )  # fmt: skip
+
+    metrics = simulate_everything(1, 60, reserve).metrics
+
+    assert metrics["unfinished"] == [] and metrics["invariant_violations"] == []

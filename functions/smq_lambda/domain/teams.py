@@ -34,6 +34,11 @@ UNASSIGNED = "(unassigned)"
 """The group of jobs of no configured team; not a valid tag value, so no team can take its name."""
 
 
+def named(team: str) -> str:
+    """`team` in a sentence: the unassigned group reads as its jobs."""
+    return "unassigned jobs" if team == UNASSIGNED else team
+
+
 class Sharing(StrEnum):
     RESERVE = "reserve"
     LEND = "lend"
@@ -98,6 +103,23 @@ class Teams:
         if team == UNASSIGNED:
             return max(capacity - sum(quota.instances.get(pool, 0) for quota in self.quotas.values()), 0)
         return self.quotas[team].instances.get(pool, 0)
+
+    def reach(self, team: str, pool: str, capacity: int | None) -> int | None:
+        """The most instances of `pool` `team` may ever hold: its quota, plus what it may borrow (up
+        to its borrow limit, never the quota of teams that reserve theirs). None for a pool without
+        a limit; the whole pool without quotas."""
+        quota = self.quota(team, pool, capacity)
+        if quota is None or capacity is None:
+            return None
+        if not self.sharing(team).borrows:
+            return quota
+        reserved = sum(
+            self.quota(other, pool, capacity) or 0
+            for other in self.names()
+            if other != team and not self.sharing(other).lends
+        )
+        limit = self.borrow_limit(team)
+        return capacity - reserved if limit is None else min(capacity - reserved, quota + limit)
 
     def sharing(self, team: str) -> Sharing:
         return Sharing.LEND_AND_BORROW if team == UNASSIGNED else self.quotas[team].sharing

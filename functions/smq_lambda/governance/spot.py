@@ -15,7 +15,8 @@ failed with that reason instead.
 
 A job falls back only where the queue could ever start it on demand (`OnDemandCapacity`): some
 placement of it fits its on-demand pools, each configured to hold at least its instances, or an
-unpooled type while unpooled types are unlimited. Elsewhere (`"pools": {T: 0}` beside
+unpooled type while unpooled types are unlimited, and each within what the job's team may ever
+hold there (its quota and what it may borrow). Elsewhere (`"pools": {T: 0}` beside
 `"spot": {"pools": {T: 8}}`) the job would wait on demand for good beside free spot instances, so
 this queue runs it as spot only: an interrupted attempt stays on spot, its reason and history saying
 why (once per attempt), and one stopped at its MaxWaitTimeInSeconds ends failed as a `smq:spot-only`
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from smq_lambda.domain.model import Job
@@ -41,6 +42,7 @@ from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
 from smq_lambda.domain.purchase import purchase_of
 from smq_lambda.domain.states import JobState
+from smq_lambda.domain.teams import Teams, named
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
@@ -55,21 +57,28 @@ IN_PROGRESS = "InProgress"
 @dataclass(frozen=True)
 class OnDemandCapacity:
     """What the queue's configuration holds on demand: instances per pool (`pools`; the spot pools,
-    `<type>:spot`, are never asked about), and whether an instance type without a pool runs
-    unlimited (`SMQ_UNPOOLED=unlimited`) or not at all."""
+    `<type>:spot`, are never asked about), whether an instance type without a pool runs unlimited
+    (`SMQ_UNPOOLED=unlimited`) or not at all, and the teams' quotas: a team's job may never hold
+    more of a pool than its team's reach (`Teams.reach`)."""
 
     pools: Mapping[str, int]
     unpooled_unlimited: bool = False
+    teams: Teams = field(default_factory=Teams)
 
-    def shortage(self, demand: Mapping[str, int]) -> str | None:
-        """Why `demand` (instances per pool) could never start on demand, even in empty pools; None
-        when it could."""
+    def shortage(self, demand: Mapping[str, int], team: str | None = None) -> str | None:
+        """Why `demand` (instances per pool) of a job tagged `team` could never start on demand,
+        even in empty pools; None when it could."""
+        group = self.teams.team_of(team)  # without quotas every pool is the unassigned group's
         for pool, count in demand.items():
             if pool not in self.pools:
                 if not self.unpooled_unlimited:
                     return f"{pool} has no on-demand capacity here (no pool, and unpooled types are rejected)"
             elif self.pools[pool] < count:
                 return f"{pool} has no on-demand capacity here (pool of {self.pools[pool]} instances, it needs {count})"
+            elif (reach := self.teams.reach(group, pool, self.pools[pool])) is not None and reach < count:
+                return (
+                    f"{pool} has no on-demand capacity for {named(group)} ({reach} instances at most, it needs {count})"
+                )
         return None
 
 
@@ -77,7 +86,7 @@ def on_demand_shortage(job: Job, capacity: OnDemandCapacity) -> str | None:
     """Why none of `job`'s placements (a flexible job's preferences, else what it runs on) could ever
     start on demand, for the first; None when one could."""
     demands: list[Mapping[str, int]] = [placement.demand for placement in job.placements] or [job.instance_types]
-    shortages = [capacity.shortage(demand) for demand in demands]
+    shortages = [capacity.shortage(demand, job.team) for demand in demands]
     return None if None in shortages else shortages[0]
 
 

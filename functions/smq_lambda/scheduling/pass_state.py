@@ -110,24 +110,10 @@ class PassState:
         its borrow limit, never the quota of teams that reserve theirs); None when it is not. Without
         quotas the unassigned group's reach is the whole pool, which `skip_rule` checked. A flexible
         job's placements are checked one by one by the placement phase."""
-        teams = self.config.teams
         team = self.ledger.team(job)
-        sharing, limit = teams.sharing(team), teams.borrow_limit(team)
         for pool, need in job.demand.items():
-            quota, capacity = self.ledger.quota(team, pool), self.config.capacity(pool)
-            if quota is None or capacity is None:
-                continue
-            reserved = sum(
-                teams.quota(other, pool, capacity) or 0
-                for other in teams.names()
-                if other != team and not teams.sharing(other).lends
-            )
-            reach = capacity - reserved
-            if not sharing.borrows:
-                reach = quota
-            elif limit is not None:
-                reach = min(reach, quota + limit)
-            if need > reach:
+            reach = self.config.teams.reach(team, pool, self.config.capacity(pool))
+            if reach is not None and need > reach:
                 return quota_reasons.beyond_reach(team, pool, need, reach)
         return None
 

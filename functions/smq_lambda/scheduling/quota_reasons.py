@@ -5,17 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from smq_lambda.domain.teams import UNASSIGNED, Teams
+from smq_lambda.domain.teams import UNASSIGNED, Teams, named
 from smq_lambda.scheduling.reasons import PoolView, count
 
 
 def possessive(team: str) -> str:
     """`team`'s, in a sentence ("vision's"; the unassigned group is "unassigned jobs'")."""
     return "unassigned jobs'" if team == UNASSIGNED else f"{team}'s"
-
-
-def named(team: str) -> str:
-    return "unassigned jobs" if team == UNASSIGNED else team
 
 
 def _instances(demand: Mapping[str, int]) -> str:

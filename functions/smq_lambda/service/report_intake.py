@@ -73,7 +73,9 @@ class ReportOutcome:
 
 def on_demand_capacity(config: SchedulerConfig) -> OnDemandCapacity:
     """What `config` holds on demand, as the spot rules read it."""
-    return OnDemandCapacity(config.pools, unpooled_unlimited=config.unpooled is UnpooledPolicy.UNLIMITED)
+    return OnDemandCapacity(
+        config.pools, unpooled_unlimited=config.unpooled is UnpooledPolicy.UNLIMITED, teams=config.teams
+    )
 
 
 def current_policy(source: PolicySource | None) -> Policy:

@@ -317,6 +317,7 @@ def simulate(
     run.costs = costs
     run.budgets_hold = costs is not None and governed and holds_any(config.budgets)
     run.teams = SimulatedTeams(config.teams, config.teams if teams is None else teams, config.pools)
+    run.on_demand = OnDemandCapacity(run.pools, teams=config.teams)
     if estimates and governed:
         run.estimates = EstimateRecorder(config)
     result = run.run()
