@@ -72,6 +72,9 @@ class PoolUsageReport:
     (keyed by job name): what a start is measured against."""
     budget_held: frozenset[str] = frozenset()
     """The pending jobs the pass held for their team's budget (their stored reason says why)."""
+    explained: frozenset[str] | None = None
+    """The jobs whose reason the pass wrote or found current (`Decision.explained`); None in a
+    report written before passes published it."""
     spot_rates: Mapping[str, float] = field(default_factory=dict)
     """Per instance type, the spot interruptions per hour the pass decided with (adaptive spot only)."""
 

@@ -149,6 +149,8 @@ WITH_TEAMS = PoolUsageReport(
             "learned", NOW, NOW + timedelta(minutes=3), NOW + timedelta(minutes=5), NOW + timedelta(minutes=7)
         ),
     },
+    budget_held=frozenset({"held"}),
+    explained=frozenset({"big-job", "held", "too-large"}),
 )
 
 
@@ -199,13 +201,21 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
         for name in names
     }
     first = {name: GivenEstimate(name, NOW, NOW, NOW, NOW) for name in names}
-    largest = PoolUsageReport(pools=pools, measured_at=NOW, teams=teams, estimates=estimates, first_estimates=first)
+    largest = PoolUsageReport(
+        pools=pools,
+        measured_at=NOW,
+        teams=teams,
+        estimates=estimates,
+        first_estimates=first,
+        budget_held=frozenset(names),
+        explained=frozenset(names),
+    )
     board = DynamoPoolUsageBoard(table, dynamodb_client)
 
     board.publish(largest)
 
     item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
-    assert sum(len(name) + item_size(value) for name, value in item.items()) < 310_000
+    assert sum(len(name) + item_size(value) for name, value in item.items()) < 345_000
     latest = board.latest()
     assert latest is not None
     assert (len(latest.teams), len(latest.estimates), len(latest.first_estimates)) == (
@@ -213,9 +223,25 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
         MAX_ESTIMATES,
         MAX_ESTIMATES,
     )
+    assert latest.explained is not None and len(latest.explained) == len(latest.budget_held) == MAX_ESTIMATES
     assert latest.first_estimates.keys() == latest.estimates.keys()
     assert latest.teams == teams[:MAX_TEAM_ROWS]
 
 
 def test_the_board_keeps_every_estimate_a_pass_makes() -> None:
     assert MAX_ESTIMATES >= DEFAULT_MAX_JOBS
+
+
+def test_a_report_written_before_passes_published_what_they_explained_reads_as_not_knowing(
+    dynamodb_client: Any, table: str
+) -> None:
+    """An item of the last release has no `explained`: None (the API then shows each stored reason),
+    never an empty set (which would say the pass explained no job)."""
+    board = DynamoPoolUsageBoard(table, dynamodb_client)
+    board.publish(WITH_TEAMS)
+    dynamodb_client.update_item(TableName=table, Key=USAGE_KEY, UpdateExpression="REMOVE explained")
+
+    latest = board.latest()
+
+    assert latest is not None and latest.explained is None
+    assert latest == replace(WITH_TEAMS, explained=None)

@@ -1,5 +1,5 @@
 """The skip rule (`scheduling/skips.py`): which pending jobs cannot start whatever the others do. The
-pass and the API's reasons both read it, so a job the rule skips is one a pass never starts."""
+pass's first gates read it, so a job the rule skips is one a pass never starts."""
 
 from __future__ import annotations
 

@@ -9,9 +9,10 @@ The item holds the pools, each team's share of them, and the pass's start estima
 under DynamoDB's 400 KB. Pools and teams are as many as the configuration names (rows: teams
 times pools, kept up to MAX_TEAM_ROWS); estimates are one per pending job the pass saw, which its
 windows bound to a few hundred: `bounded` keeps at most MAX_ESTIMATES of them (the soonest to
-start) and at most MAX_ASSUMED_CHARS of each one's `assumed`; the jobs held for their team's budget,
-also among those the pass saw, are kept up to MAX_ESTIMATES names (the first in name order). At those bounds the item is under
-310 KB at worst (50 pools, team names of 256 characters, every other name at its longest, each
+start) and at most MAX_ASSUMED_CHARS of each one's `assumed`; the jobs held for their team's budget
+and the jobs whose reason the pass wrote (`explained`), also among those the pass saw, are kept up
+to MAX_ESTIMATES names each (the first in name order). At those bounds the item is under 345 KB at
+worst (50 pools, team names of 256 characters, every other name at its longest, each
 `assumed` of 2-byte characters, each estimate a band with a first estimate kept), typically a few KB.
 """
 
@@ -114,9 +115,14 @@ def _to_item(report: PoolUsageReport) -> dict[str, Any]:
         "teams": {"L": [{"M": _team_to_item(team)} for team in report.teams]},
         "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in report.estimates.values()]},
         "first_estimates": {"L": [{"M": _given_to_item(given)} for given in report.first_estimates.values()]},
-        "budget_held": {"L": [{"S": name} for name in sorted(report.budget_held)[:MAX_ESTIMATES]]},
+        "budget_held": _names(report.budget_held),
+        **({} if report.explained is None else {"explained": _names(report.explained)}),
         "spot_rates": {"M": {kind: {"N": f"{rate:.6f}"} for kind, rate in report.spot_rates.items()}},
     }
+
+
+def _names(names: frozenset[str]) -> dict[str, Any]:
+    return {"L": [{"S": name} for name in sorted(names)[:MAX_ESTIMATES]]}
 
 
 def _count(value: int | None) -> dict[str, Any]:
@@ -233,5 +239,6 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
         estimates={estimate.job_name: estimate for estimate in estimates},
         first_estimates={given.job_name: given for given in first},
         budget_held=frozenset(entry["S"] for entry in item.get("budget_held", {}).get("L", ())),
+        explained=frozenset(entry["S"] for entry in item["explained"]["L"]) if "explained" in item else None,
         spot_rates={kind: float(rate["N"]) for kind, rate in item.get("spot_rates", {}).get("M", {}).items()},
     )

@@ -1,6 +1,7 @@
 """Phase 3 of a pass: admit within quota, walking the pending jobs in queue order.
 
-Rule: a job starts when its team's quota and the instances its team may use (the free ones, less
+Jobs a gate holds (`gates`: too large, in backoff, beyond reach, beyond budget) are explained and
+block nothing. Rule: a job starts when its team's quota and the instances its team may use (the free ones, less
 the idle quota other teams reserve) both cover it, and no earlier job of its team waits for one of
 its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool, so
 the rule reads: a job starts when it fits and no job ahead of it waits for its pools.
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import backfill, borrowing, nomination, placement, warm_pools
+from smq_lambda.scheduling import backfill, borrowing, gates, nomination, placement, warm_pools
 from smq_lambda.scheduling.pass_state import PassState
 
 
@@ -51,7 +52,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
     later: dict[Later, list[Job]] = {Later.BORROW: [], Later.BACKFILL: []}
     borrowers: set[str] = set()
     for waiting in pending:
-        if state.skip(waiting):
+        if gates.set_aside(state, waiting):
             continue
         job = placement.place(state, waiting)
         if job is None or warm_pools.reuse(state, job):

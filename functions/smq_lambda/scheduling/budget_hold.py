@@ -18,7 +18,7 @@ its running jobs above its budget, and never above it when their estimates are c
 
 * A held job is explained (its reason names the budget, the spend, what is left and the reset
   date) and blocks nothing: other teams' jobs and its own team's later jobs that fit go on, as
-  with the skip rule (`skips`). It is re-decided every pass, so a raised budget, a new month or an
+  with the gates (`gates`). It is re-decided every pass, so a raised budget, a new month or an
   ended job lets it start at the next pass.
 * Running jobs are never stopped for a budget.
 * A job tagged `smq:budget-override` = `true` (only an admin may submit one) is never held; what

@@ -44,10 +44,11 @@ together).
 A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
 the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
 (and on the live jobs, all of which are seen), so deciding over that prefix decides its jobs exactly
-as over the whole queue. Jobs in start backoff and jobs larger than their pool (or than their team
-may ever hold) are explained and skipped; they block nothing; so are jobs their team's hold budget
-does not cover (`budget_hold`: counting what the pass admitted for the team before them). Pools never
-block each other.
+as over the whole queue. Jobs a gate holds (`gates`: larger than their pool or than their team may
+ever hold, a training plan's window closed, in start backoff, beyond their team's hold budget,
+counting what the pass admitted for the team before them) are explained and block nothing. Pools
+never block each other. The pass publishes which jobs it explained (`Decision.explained`): readers
+show their stored reason, and a place in the queue for the others.
 """
 
 from __future__ import annotations
@@ -78,8 +79,11 @@ class Decision:
     heads: Mapping[str, str]
     """Per blocked pool, the name of the first job that waits for it: readers of a waiting job
     learn from it whether the job's stored reason is current (a head's is) or is computed on read."""
+    explained: frozenset[str] = frozenset()
+    """The jobs whose reason the pass wrote, or found current (a gate held them, or a phase decided
+    them): the read side shows that reason rather than a place in the queue computed on read."""
     budget_held: frozenset[str] = frozenset()
-    """The jobs their team's hold budget set aside (`budget_hold`): their stored reason is current."""
+    """The jobs their team's hold budget set aside (`budget_hold`), among those explained."""
     warm_releases: tuple[ReleaseWarmPool, ...] = ()
     """The warm pools the pass ends for jobs ahead of every job that matches them (`warm_pools`)."""
 
@@ -109,6 +113,7 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, meas
     return Decision(
         mark_warm_starts(state.actions, pending, state.warm, config.warm_pools),
         {pool: job.name for pool, job in state.heads.items()},
+        frozenset(state.explained),
         frozenset(state.budget_held),
         tuple(state.warm.releases),
     )

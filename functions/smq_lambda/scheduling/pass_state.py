@@ -1,5 +1,5 @@
 """What a pass builds up while it walks the pending jobs, and the verbs every phase uses on it:
-skip, admit, wait, explain, preempt. Dropped when the pass ends."""
+admit, wait, explain, preempt. Dropped when the pass ends."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ from datetime import datetime
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import plan_windows, quota_reasons, reasons
+from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.aging import Boost
 from smq_lambda.scheduling.budget_hold import BudgetBook
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
-from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
 
@@ -52,6 +51,8 @@ class PassState:
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
         self.budgets = BudgetBook.of(snapshot, now, config.budgets)
+        self.explained: set[str] = set()
+        """Jobs whose reason this pass wrote, or found current: the read side shows it as it is."""
         self.budget_held: set[str] = set()
         """Jobs their team's hold budget sets aside in this pass (`budget_hold`)."""
         self.placed: dict[str, tuple[int, Placement]] = {}
@@ -60,39 +61,22 @@ class PassState:
         self.warm = WarmBook(held_warm_pools(snapshot))
         """The warm pools held, reused and ended in this pass (`warm_pools`)."""
 
-    def skip(self, job: Job) -> bool:
-        """Jobs that cannot run now whatever the others do are explained and block nothing: larger
-        than their pool or in start backoff (`skips.skip_rule`, which the API applies too), or
-        larger than their team may ever hold (a flexible job: see the placement phase)."""
-        match skip_rule(job, self.now, self.ledger.capacity):
-            case TooLarge(pool):
-                need = next((p.count for p in job.placements if p.pool_name == pool), None) or job.demand[pool]
-                view = self.view(pool, need)
-                self.explain(
-                    job, plan_windows.never_fits(self.config, self.now, view, configured=pool in self.config.pools)
-                )
-                return True
-            case InBackoff(until):
-                self.explain(job, reasons.backoff(until, _refusal(job)))
-                return True
-        if job.placements:
-            return False  # its reach and budget are checked per placement (the placement phase)
-        if (why := self.beyond_reach(job)) is not None:
-            self.explain(job, why)
-            return True
-        return self.held_by_budget(job)
-
     def held_by_budget(self, job: Job) -> bool:
-        """Its team's hold budget does not cover `job` at this point of the pass (`budget_hold`),
-        priced at the placement the pass chose for it: explained, it blocks nothing and nothing is
-        stopped for it. Checked when the walk reaches it, and again by a later phase that decides
-        it (starts of its team since then count)."""
+        """Its team's hold budget no longer covers `job` when a later phase decides it (starts of its
+        team since the walk reached it count; the gates checked it then: scheduling/gates.py):
+        explained, it blocks nothing and nothing is stopped for it."""
+        reason = self.budget_reason(job, self.chosen(job))
+        if reason is not None:
+            self.hold_for_budget(job, reason)
+        return reason is not None
+
+    def budget_reason(self, job: Job, placement: Placement | None) -> str | None:
+        """Why `job`'s team's hold budget does not cover it at `placement` at this point of the pass
+        (`budget_hold`); None when it does, or no hold budget applies to it."""
         if not self.budgets.may_hold(job):
-            return False
-        held = self.budgets.hold(job, self.chosen(job))
-        if held is not None:
-            self.hold_for_budget(job, held.reason())
-        return held is not None
+            return None
+        held = self.budgets.hold(job, placement)
+        return None if held is None else held.reason()
 
     def hold_for_budget(self, job: Job, reason: str) -> None:
         """Set `job` aside for its team's hold budget: explained, it heads no pool."""
@@ -104,18 +88,6 @@ class PassState:
         """The placement the pass chose for a flexible `job`, else its own (None: instance groups)."""
         placed = self.placed.get(job.name)
         return job.own_placement if placed is None else placed[1]
-
-    def beyond_reach(self, job: Job) -> str | None:
-        """Why `job` is larger than its team may ever hold (its quota, plus what it may borrow: up to
-        its borrow limit, never the quota of teams that reserve theirs); None when it is not. Without
-        quotas the unassigned group's reach is the whole pool, which `skip_rule` checked. A flexible
-        job's placements are checked one by one by the placement phase."""
-        team = self.ledger.team(job)
-        for pool, need in job.demand.items():
-            reach = self.config.teams.reach(team, pool, self.config.capacity(pool))
-            if reach is not None and need > reach:
-                return quota_reasons.beyond_reach(team, pool, need, reach)
-        return None
 
     def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
         """Start `job`: it takes its instances and holds back nothing. With quotas a later phase may
@@ -167,6 +139,8 @@ class PassState:
         return all(self.ledger.whole(team, pool) for pool in limited(job.demand, self.ledger))
 
     def explain(self, job: Job, reason: str) -> None:
+        """`job`'s reason is `reason` as of this pass (`explained`), written when it changed."""
+        self.explained.add(job.name)
         reason = self._aged(job, reason)
         if note := self.notes.get(job.name):
             reason = f"{reason}; {note}"
@@ -268,9 +242,3 @@ class PassState:
 
 def limited(pools: Iterable[str], ledger: Ledger) -> list[str]:
     return [pool for pool in pools if ledger.capacity(pool) is not None]
-
-
-def _refusal(job: Job) -> str | None:
-    """Why the last start was refused, kept in the backoff reason so the cause stays visible."""
-    attempt = job.current_attempt
-    return attempt.reason if attempt is not None and attempt.outcome == AttemptOutcome.REFUSED else None

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import backfill, plan_windows, reasons, warm_pools
+from smq_lambda.scheduling import backfill, gates, plan_windows, reasons, warm_pools
 from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
@@ -87,32 +87,23 @@ def _fits_now(state: PassState, at: Job) -> bool:
 
 
 def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
-    """The placements no larger than their pool nor than its team may ever hold there, and that its
-    team's hold budget covers, numbered from 1 in the job's order, each with the job at it. When
-    there is none, the job is explained by its first placement's reason (the budget's when the
-    budget alone rules them out: it is held, `budget_hold`), and blocks nothing."""
-    usable, first_reason = [], None
-    budget_reason = None
+    """The placements no gate holds (`gates.placement_gate`: no larger than their pool nor than its
+    team may ever hold there, and that its team's hold budget covers), numbered from 1 in the job's
+    order, each with the job at it. When there is none, the job is held by its first placement's
+    gate (the budget's when the budget alone rules them out), and blocks nothing."""
+    usable: list[tuple[int, Placement, Job]] = []
+    first: gates.Held | None = None
+    by_budget: gates.Held | None = None
     for index, placement in enumerate(job.placements, start=1):
-        at = replace(job, demand=placement.demand, warm_key=placement.warm_key)
-        capacity = state.ledger.capacity(placement.pool_name)
-        if capacity is not None and placement.count > capacity:
-            first_reason = first_reason or plan_windows.never_fits(
-                state.config,
-                state.now,
-                state.view(placement.pool_name, placement.count),
-                configured=placement.pool_name in state.config.pools,
-            )
-        elif (why := state.beyond_reach(at)) is not None:
-            first_reason = first_reason or why
-        elif (held := state.budgets.hold(job, placement)) is not None:
-            budget_reason = budget_reason or held.reason()
+        held = gates.placement_gate(state, job, placement)
+        if held is None:
+            usable.append((index, placement, replace(job, demand=placement.demand, warm_key=placement.warm_key)))
+        elif held.kind is gates.HoldKind.BUDGET:
+            by_budget = by_budget or held
         else:
-            usable.append((index, placement, at))
-    if not usable and budget_reason is not None:
-        state.hold_for_budget(job, budget_reason)
-    elif not usable and first_reason is not None:
-        state.explain(job, first_reason)
+            first = first or held
+    if not usable and (held := by_budget or first) is not None:
+        gates.hold(state, job, held)
     return usable
 
 

@@ -42,10 +42,16 @@ def plan_of(config: QueueConfigDocument, pool: str) -> TrainingPlan | None:
 def never_fits(config: QueueConfigDocument, now: datetime, view: PoolView, *, configured: bool) -> str:
     """Why a job needing `view.need` of `view.pool` cannot start whatever the others do: a closed
     plan's next window when the plan holds enough in a window, else `reasons.never_fits`."""
+    return closed_for(config, now, view) or reasons.never_fits(view, configured=configured)
+
+
+def closed_for(config: QueueConfigDocument, now: datetime, view: PoolView) -> str | None:
+    """A closed plan's next window, when `view.pool` is a plan's pool, closed at `now`, that holds
+    `view.need` in a window; None otherwise."""
     plan = plan_of(config, view.pool)
     if plan is not None and view.need <= plan.instances and plan.open_window(now) is None:
         return closed(plan, now)
-    return reasons.never_fits(view, configured=configured)
+    return None
 
 
 def closed(plan: TrainingPlan, now: datetime) -> str:

@@ -1,7 +1,6 @@
-"""The rule that sets a pending job aside before the pass orders anything: a job that cannot start
-now whatever the other jobs do is explained and blocks nothing. The pass applies it, and the API
-calls it again to tell whether a waiting job's stored reason is one the pass wrote for it (so it
-shows that reason rather than the job's place in its pool)."""
+"""The rule that sets a whole pending job aside: a job that cannot start now whatever the other jobs
+do (too large for its pool, or in start backoff). The pass asks it first among its gates
+(gates.py), which explain such a job; it then blocks nothing."""
 
 from __future__ import annotations
 

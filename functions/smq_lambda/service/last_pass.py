@@ -35,8 +35,14 @@ class LastPass:
     measured_at: datetime
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
     teams: tuple[TeamMeasure, ...] = ()
-    budget_held: frozenset[str] = frozenset()
-    """The jobs it held for their team's budget (scheduling/budget_hold.py)."""
+    explained: frozenset[str] | None = None
+    """The jobs whose reason it wrote or found current (`Decision.explained`); None when its report
+    predates passes publishing them."""
+
+    def wrote_reason_of(self, job: Job) -> bool:
+        """The job's stored reason is the pass's own (it heads a pool, or the pass explained it);
+        so when the report does not say which jobs the pass explained."""
+        return self.explained is None or job.name in self.explained or job.name in self.by_pool.values()
 
     def current_for(self, job: Job) -> bool:
         """The pass saw the job as it is (it has not changed since)."""

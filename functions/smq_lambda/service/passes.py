@@ -196,7 +196,9 @@ class Passes:
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
         warm_left = held_warm_pools(replace(snapshot, jobs=tuple(final)))
         usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting, warm_pools=warm_left)
-        usage = replace(usage, budget_held=decision.budget_held, spot_rates=snapshot.spot_rates)
+        usage = replace(
+            usage, budget_held=decision.budget_held, explained=decision.explained, spot_rates=snapshot.spot_rates
+        )
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
         if not another:
             left = replace(snapshot, jobs=tuple(after.values()))  # the estimates replay what the pass saw

@@ -28,7 +28,6 @@ from smq_lambda.pool_usage import PoolUsage
 from smq_lambda.ports import ConfigSource, JobStore, PolicySource, PoolUsageBoard, PriceSource, SchedulerTrigger
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.plan_windows import in_force
-from smq_lambda.scheduling.skips import skip_rule
 from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
@@ -354,7 +353,7 @@ class QueueService:
         if report is None:
             return None
         heads = {measure.pool: measure.head for measure in report.pools if measure.head}
-        return LastPass(heads, report.measured_at, report.estimates, report.teams, report.budget_held)
+        return LastPass(heads, report.measured_at, report.estimates, report.teams, report.explained)
 
     def _explained(self, job: Job, places: Mapping[str, int] | None, last_pass: LastPass | None) -> PositionedJob:
         """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
@@ -370,25 +369,18 @@ class QueueService:
         return entry if estimate is None else replace(entry, estimated_start=estimate)
 
     def _reasoned(self, job: Job, places: Mapping[str, int], last_pass: LastPass | None) -> PositionedJob:
-        """A pending job's reason is the one the passes wrote when it is news (a head, a job the
-        pass's own skip rule sets aside, a job the last pass held for its team's budget, a job no
-        pass has seen yet); otherwise the job waits behind
-        a head, and its reason is its place in each pool it waits in, computed now (noting a team no
-        longer configured). Its position is its place in the pool it is listed under."""
+        """A pending job's reason is the one the passes wrote when it is news: the last pass explained
+        it (a head, a job a gate held, a job a phase decided: `LastPass.wrote_reason_of`), or no
+        pass has seen it as it is yet. Otherwise the job waits behind a head, and its reason is its
+        place in each pool it waits in, computed now (noting a team no longer configured). Its
+        position is its place in the pool it is listed under."""
         position = places.get(job.pool)
-        if position is None or last_pass is None or not last_pass.current_for(job):
-            return PositionedJob(job, position, job.reason)
-        config = in_force(self._config.load(), self._clock())
-        if (
-            job.name in last_pass.by_pool.values()
-            or job.name in last_pass.budget_held
-            or skip_rule(job, self._clock(), config.capacity) is not None
-        ):
+        if position is None or last_pass is None or not last_pass.current_for(job) or last_pass.wrote_reason_of(job):
             return PositionedJob(job, position, job.reason)
         place = reasons.queued_in_each(
             [(places[pool] - 1, pool, last_pass.by_pool.get(pool)) for pool in job.pending_pools if pool in places]
         )
-        return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, config.teams))
+        return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, self._config.load().teams))
 
 
 def _cancelled(job: Job, now: datetime, caller: str) -> Job:
