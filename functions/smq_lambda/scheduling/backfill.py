@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons
+from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
@@ -39,7 +39,8 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
     team = state.ledger.team(job)
     allowed = state.config.backfill
     stuck = [pool for pool in blocked if pool in state.stuck[team]]
-    starts = may_start(state, job)
+    verdict = verdicts.assess(state, job)
+    starts = isinstance(verdict, verdicts.Behind) and verdict.starts
     if not stuck and not starts:
         state.wait(job)
         borrowing.borrow(state, job)
@@ -57,13 +58,6 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
     else:
         state.wait(job)
         state.stuck[team].update(limited(job.demand, state.ledger))
-
-
-def may_start(state: PassState, job: Job) -> bool:
-    """The instances `job`'s team may use cover it now, inside its quota or as borrowing under the
-    borrowing rules."""
-    beyond = state.ledger.beyond_quota(state.ledger.team(job), job.demand)
-    return not state.lack(job) and (not beyond or state.why_not_borrow(job, beyond) is None)
 
 
 def _reason(state: PassState, job: Job, head: Job, head_shortfall: dict[str, int] | None) -> str:

@@ -192,15 +192,19 @@ class PassState:
             if (missing := self.ledger.shortfall(pool, count, counting_releasing=True)) > 0
         }
 
-    def lack(self, job: Job, *, counting_releasing: bool = False) -> dict[str, int]:
+    def lack(
+        self, job: Job, *, counting_releasing: bool = False, also: Mapping[str, int] | None = None
+    ) -> dict[str, int]:
         """Per pool short of it, instances `job` lacks beyond those its team may use (`Ledger.available`),
-        and beyond those on their way back when `counting_releasing`."""
+        beyond those on their way back when `counting_releasing`, and beyond `also` (instances that
+        would be its alone: a warm pool it matches)."""
         team = self.ledger.team(job)
         lack = {}
         for pool, need in job.demand.items():
             available = self.ledger.available(team, pool)
             if available is None:
                 continue
+            available += (also or {}).get(pool, 0)
             releasing = self.ledger.releasing(pool) if counting_releasing else 0
             if (missing := need - available - releasing) > 0:
                 lack[pool] = missing

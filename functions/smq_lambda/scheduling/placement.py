@@ -33,10 +33,8 @@ from dataclasses import replace
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
-from smq_lambda.scheduling import backfill, gates, plan_windows, reasons, warm_pools
-from smq_lambda.scheduling.nomination import reclaim_targets
+from smq_lambda.scheduling import gates, plan_windows, reasons, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
-from smq_lambda.scheduling.preemption import select_targets
 
 
 def place(state: PassState, job: Job) -> Job | None:
@@ -47,43 +45,32 @@ def place(state: PassState, job: Job) -> Job | None:
     options = _usable(state, job)
     if not options:
         return None
-    open_options = [option for option in options if not state.blocked(option[2])]
-    chosen = _choose(state, options, open_options)
+    assessed = [(option, verdicts.assess(state, option[2])) for option in options]
+    chosen = _choose(state, assessed)
     if chosen is not None:
         index, placement, at = chosen
         state.placed[job.name] = (index, placement)
         return at
-    _wait_everywhere(state, job, [(index, placement, at) for index, placement, at in open_options])
+    _wait_everywhere(state, job, [option for option, verdict in assessed if not isinstance(verdict, verdicts.Behind)])
     return None
 
 
 def _choose(
-    state: PassState, options: list[tuple[int, Placement, Job]], open_options: list[tuple[int, Placement, Job]]
+    state: PassState, assessed: list[tuple[tuple[int, Placement, Job], verdicts.Verdict]]
 ) -> tuple[int, Placement, Job] | None:
-    """Rules 1 to 4 of the module docstring; None for rule 5."""
-    for option in open_options:
-        if _fits_now(state, option[2]):
-            return option
-    for option in open_options:
-        if _room_can_be_made(state, option[2]):
-            return option
-    if state.config.backfill:
-        for option in options:
-            if option not in open_options and backfill.may_start(state, option[2]):
+    """Rules 1 to 4 of the module docstring, by the options' verdicts; None for rule 5."""
+    ranked = [
+        lambda verdict: isinstance(verdict, verdicts.FITS_NOW),
+        lambda verdict: isinstance(verdict, verdicts.MakeRoom),
+        lambda verdict: state.config.backfill and isinstance(verdict, verdicts.Behind) and verdict.starts,
+    ]
+    for rule in ranked:
+        for option, verdict in assessed:
+            if rule(verdict):
                 return option
-    if not open_options:
-        return options[0]
+    if all(isinstance(verdict, verdicts.Behind) for _, verdict in assessed):
+        return assessed[0][0]
     return None
-
-
-def _fits_now(state: PassState, at: Job) -> bool:
-    """The instances `at`'s team may use cover it now, within its quota or as borrowing the
-    borrowing rules allow (`PassState.why_not_borrow`), or a warm pool it matches does
-    (scheduling/warm_pools.py, rule 1)."""
-    if warm_pools.fits_on_warm_pool(state, at):
-        return True
-    beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
-    return not state.lack(at) and (not beyond or state.why_not_borrow(at, beyond) is None)
 
 
 def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
@@ -105,24 +92,6 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
     if not usable and (held := by_budget or first) is not None:
         gates.hold(state, job, held)
     return usable
-
-
-def _room_can_be_made(state: PassState, at: Job) -> bool:
-    """Room can be made for `at` by the stops in flight, the warm pools it would end (those it does
-    not match: warm_pools.py, rule 2), the reclaim of borrowed capacity, or priority preemption
-    inside its team (nothing is decided here: the walk and phase 5 decide it)."""
-    shortfall = {
-        pool: left
-        for pool, missing in state.lack(at, counting_releasing=True).items()
-        if (left := missing - warm_pools.endable(state, at, pool)) > 0
-    }
-    if not shortfall:
-        return True
-    team = state.ledger.team(at)
-    if reclaim_targets(state, team, shortfall) is not None:
-        return True
-    candidates, _ = state.priority_candidates(at, among=lambda other: state.ledger.team(other) == team)
-    return select_targets(shortfall, candidates) is not None
 
 
 def _wait_everywhere(state: PassState, job: Job, options: list[tuple[int, Placement, Job]]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from smq_lambda.domain.warm_pools import WarmPool
 from smq_lambda.scheduling.actions import ReleaseWarmPool
@@ -23,3 +23,16 @@ class WarmBook:
 
     def in_pool(self, pool: str) -> list[WarmPool]:
         return [warm for warm in self.held if warm.pool == pool]
+
+    def matching(self, key: str | None, demand: Mapping[str, int]) -> WarmPool | None:
+        """The held warm pool a job of warm key `key` needing `demand` would start on (same key, one
+        pool, same count), soonest ending first; None when there is none."""
+        if key is None or len(demand) != 1:
+            return None
+        pool, count = next(iter(demand.items()))
+        return next((warm for warm in self.in_pool(pool) if warm.key == key and warm.count == count), None)
+
+    def endable(self, key: str | None, pool: str) -> int:
+        """Instances of `pool` in held warm pools a job of warm key `key` does not match: those ended
+        for it when it waits ahead of them (`warm_pools`, rule 2)."""
+        return sum(warm.count for warm in self.in_pool(pool) if warm.key != key)

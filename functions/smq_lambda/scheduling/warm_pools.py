@@ -39,7 +39,8 @@ from dataclasses import replace
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
-from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S, WarmPool
+from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S
+from smq_lambda.scheduling import verdicts
 from smq_lambda.scheduling.actions import Action, ReleaseWarmPool, StartJob
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.reasons import timestamp
@@ -47,11 +48,13 @@ from smq_lambda.scheduling.warm_book import WarmBook
 
 
 def reuse(state: PassState, job: Job) -> bool:
-    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota; True
-    when that decided it (it started, or its team's hold budget set it aside after all)."""
-    warm = _match(state, job)
-    if warm is None or not _fits_on(state, job, warm):
+    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota
+    (`verdicts.FitOnWarm`); True when that decided it (it started, or its team's hold budget set it
+    aside after all)."""
+    verdict = verdicts.assess(state, job)
+    if not isinstance(verdict, verdicts.FitOnWarm):
         return False
+    warm = verdict.warm
     state.ledger.hand_over(warm)
     state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
     if job.name in state.budget_held:
@@ -60,38 +63,6 @@ def reuse(state: PassState, job: Job) -> bool:
     state.warm.held.remove(warm)
     state.warm.reused[job.name] = warm
     return True
-
-
-def fits_on_warm_pool(state: PassState, job: Job) -> bool:
-    """Whether rule 1 would start `job` on a warm pool it matches (deciding nothing): the placement
-    phase counts such a placement as one that fits now."""
-    warm = _match(state, job)
-    return warm is not None and _fits_on(state, job, warm)
-
-
-def _fits_on(state: PassState, job: Job, warm: WarmPool) -> bool:
-    """`warm`'s instances, its team's quota and the instances its team may use cover `job`."""
-    state.ledger.hand_over(warm)
-    fits = not state.lack(job) and not state.ledger.beyond_quota(state.ledger.team(job), job.demand)
-    state.ledger.take(warm.demand)
-    return fits
-
-
-def _match(state: PassState, job: Job) -> WarmPool | None:
-    """The warm pool `job` would start on, soonest ending first; None when there is none or an
-    earlier job of its team waits for the pool."""
-    if job.warm_key is None or len(job.demand) != 1 or state.blocked(job):
-        return None
-    pool, count = next(iter(job.demand.items()))
-    return next(
-        (warm for warm in state.warm.in_pool(pool) if warm.key == job.warm_key and warm.count == count),
-        None,
-    )
-
-
-def endable(state: PassState, job: Job, pool: str) -> int:
-    """Instances of `pool` rule 2 would end for `job`: those of the warm pools there it does not match."""
-    return sum(warm.count for warm in state.warm.in_pool(pool) if warm.key != job.warm_key)
 
 
 def release_for(state: PassState, job: Job) -> None:

@@ -1,0 +1,109 @@
+"""One verdict per job at one placement: what the pass could do for it now, asked without deciding
+anything and without touching the ledger. The placement phase ranks a flexible job's placements by
+their verdicts; warm reuse starts a job whose verdict is `FitOnWarm`; backfill starts a job whose
+verdict is `Behind` with `starts`. The phases that decide then apply the verdict (admit, borrow,
+make room, wait).
+
+In the order they are given (the first that holds):
+
+* `Behind(head, starts)`: an earlier job of its team waits for one of its pools (`head`, of the
+  first such pool); `starts` when the instances its team may use cover it now, within its quota
+  or as borrowing the borrowing rules allow (what backfill may start);
+* `FitOnWarm(warm)`: a warm pool it matches (same key, one pool, same count) with the instances its
+  team may use covers it within its quota (`warm_pools`, rule 1);
+* `Fit`: the instances its team may use cover it within its quota;
+* `Borrow`: they cover it beyond its quota, and the borrowing rules allow it;
+* `MakeRoom(targets)`: the stops in flight, the warm pools it would end (those it does not match),
+  the reclaim of borrowed capacity or priority preemption inside its team cover what it lacks;
+  `targets`, the jobs the reclaim or preemption would stop (none when the rest cover it);
+* `NoFit`: none of these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from smq_lambda.domain.model import Job
+from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.scheduling.nomination import reclaim_targets
+from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling.preemption import select_targets
+
+
+@dataclass(frozen=True)
+class Behind:
+    head: Job
+    starts: bool
+
+
+@dataclass(frozen=True)
+class FitOnWarm:
+    warm: WarmPool
+
+
+@dataclass(frozen=True)
+class Fit:
+    pass
+
+
+@dataclass(frozen=True)
+class Borrow:
+    pass
+
+
+@dataclass(frozen=True)
+class MakeRoom:
+    targets: Sequence[Job]
+
+
+@dataclass(frozen=True)
+class NoFit:
+    pass
+
+
+Verdict = Behind | FitOnWarm | Fit | Borrow | MakeRoom | NoFit
+FITS_NOW = (FitOnWarm, Fit, Borrow)
+"""The verdicts of a job that starts now."""
+
+
+def assess(state: PassState, at: Job) -> Verdict:
+    """The verdict on `at` (a job at one placement: its demand is the placement's)."""
+    team = state.ledger.team(at)
+    if blocked := state.blocked(at):
+        return Behind(state.team_heads[team][blocked[0]], _fits_now(state, at))
+    warm = state.warm.matching(at.warm_key, at.demand)
+    if warm is not None and not state.lack(at, also=warm.demand) and not state.ledger.beyond_quota(team, at.demand):
+        return FitOnWarm(warm)
+    if not state.lack(at):
+        beyond = state.ledger.beyond_quota(team, at.demand)
+        if not beyond:
+            return Fit()
+        if state.why_not_borrow(at, beyond) is None:
+            return Borrow()
+    targets = _room(state, at)
+    return NoFit() if targets is None else MakeRoom(targets)
+
+
+def _fits_now(state: PassState, at: Job) -> bool:
+    """The instances `at`'s team may use cover it now, within its quota or as borrowing."""
+    beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
+    return not state.lack(at) and (not beyond or state.why_not_borrow(at, beyond) is None)
+
+
+def _room(state: PassState, at: Job) -> Sequence[Job] | None:
+    """The jobs stopped to make room for `at` (none when the stops in flight and the warm pools it
+    would end cover what it lacks); None when even they cannot."""
+    shortfall = {
+        pool: left
+        for pool, missing in state.lack(at, counting_releasing=True).items()
+        if (left := missing - state.warm.endable(at.warm_key, pool)) > 0
+    }
+    if not shortfall:
+        return ()
+    team = state.ledger.team(at)
+    reclaimed = reclaim_targets(state, team, shortfall)
+    if reclaimed is not None:
+        return reclaimed
+    candidates, _ = state.priority_candidates(at, among=lambda other: state.ledger.team(other) == team)
+    return select_targets(shortfall, candidates)
