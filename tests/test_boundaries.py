@@ -160,6 +160,25 @@ def test_layers_point_one_way(importers: str, imported: str) -> None:
     assert imports_from(importers, imported) == {}
 
 
+PASS_QUESTIONS = ("smq_lambda.scheduling.gates", "smq_lambda.scheduling.verdicts")
+"""What the pass asks of a job before deciding (may it run at all; what could be done for it now)."""
+PASS_PHASES = (
+    "smq_lambda.scheduling.decide",
+    "smq_lambda.scheduling.admission",
+    "smq_lambda.scheduling.placement",
+    "smq_lambda.scheduling.borrowing",
+    "smq_lambda.scheduling.backfill",
+    "smq_lambda.scheduling.warm_pools",
+)
+
+
+@pytest.mark.parametrize("question", PASS_QUESTIONS)
+def test_the_passs_questions_never_reach_the_phases_that_act_on_the_answers(question: str) -> None:
+    """Gates and verdicts answer without deciding: the phases import them, never the other way
+    round, so an answer cannot depend on what a phase happens to have done."""
+    assert reachable(sources_import_graph(), question) & set(PASS_PHASES) == set()
+
+
 def test_only_the_command_line_imports_it() -> None:
     outside = {name: targets for name, targets in imports_from("smq", "smq.cli").items() if not within(name, "smq.cli")}
     assert outside == {}

@@ -1,6 +1,10 @@
 """One scheduling pass: which pending jobs start, which live jobs are stopped, and why the rest wait.
 
-A pass is a short list of named phases, each a module with its rule in its docstring:
+A pass is a short list of named phases, each a module with its rule in its docstring. Before a
+phase decides a job, the pass asks two questions that decide nothing: may it run at all (`gates`:
+a held job is explained and blocks nothing), and what could be done for it now, at one placement
+(`verdicts.assess`: behind a head, fits on a warm pool, fits, borrows, room can be made, no fit).
+
 
 1. **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`),
    under the configuration in force at `now` (`plan_windows`: a training plan's pool holds its
