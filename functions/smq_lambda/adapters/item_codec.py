@@ -1,4 +1,4 @@
-"""A Job as a DynamoDB item (low-level AttributeValue form) and back, plus the list page token.
+"""A Job as a DynamoDB item (low-level AttributeValue form) and back.
 
 One codec for the DynamoDB store and the in-memory fake, so both keep exactly the same attributes.
 

@@ -1,4 +1,4 @@
-"""Phase 3 of a pass: admit within quota, walking the pending jobs in queue order.
+"""The admission phase of a pass: admit within quota, walking the pending jobs in queue order.
 
 Jobs a gate holds (`gates`: too large, in backoff, beyond reach, beyond budget) are explained and
 block nothing. Rule: a job starts when its team's quota and the instances its team may use (the free ones, less
@@ -9,17 +9,17 @@ the rule reads: a job starts when it fits and no job ahead of it waits for its p
 A job that does not start is decided by a later phase, in the same walk (so that later jobs see
 what was decided) unless the borrowers may change what it can have:
 
-* the head of its team's pools, within its quota but short of instances: phase 5 (`nomination`)
+* the head of its team's pools, within its quota but short of instances: the nomination phase (`nomination`)
   makes room for it, by reclaim or priority preemption inside its team;
-* beyond its quota: phase 4 (`borrowing`), after every job within a quota, when another team lends
-  idle quota in its pools; when none does, there is nothing to borrow, and phase 4 decides it at
+* beyond its quota: the borrowing phase (`borrowing`), after every job within a quota, when another team lends
+  idle quota in its pools; when none does, there is nothing to borrow, and the borrowing phase decides it at
   once (priority inside its team);
-* behind a waiting head of its team: phase 6 (`backfill`), after the borrowers when another team
+* behind a waiting head of its team: the backfill phase (`backfill`), after the borrowers when another team
   lends idle quota in its pools (or its head waits for them), else at once.
 
 Without quotas no other team lends, so every job is decided in the walk, in queue order.
 
-A flexible job is first placed (`placement`, phase 2b): the walk decides it at the placement chosen,
+A flexible job is first placed (the placement phase, `placement`): the walk decides it at the placement chosen,
 or the placement phase decides it waits in every pool it prefers.
 
 Warm pools (`warm_pools`): a job that matches one starts on it when that makes it fit, before the
@@ -42,9 +42,9 @@ class Later(Enum):
     """The phase that decides a job the walk leaves undecided (only with quotas)."""
 
     BORROW = "borrow"
-    """Its team's first job beyond its quota, where another team lends: phase 4."""
+    """Its team's first job beyond its quota, where another team lends: the borrowing phase."""
     BACKFILL = "backfill"
-    """Behind its team's waiting head, where another team lends: phase 6, after the borrowers."""
+    """Behind its team's waiting head, where another team lends: the backfill phase, after the borrowers."""
 
 
 def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, list[Job]]:

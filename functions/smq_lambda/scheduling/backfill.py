@@ -1,10 +1,10 @@
-"""Phase 6 of a pass: a job behind its team's waiting head of one of its pools.
+"""The backfill phase of a pass: a job behind its team's waiting head of one of its pools.
 
 Strict order: such a job does not start ahead of the head, except by backfill. One rule, with or
 without quotas (without them every job is in the unassigned group, so "its team" is the queue):
 
 * where the heads of its pools have their room (by preemption or stops in flight, kept for them),
-  it claims room of its own as they did (phases 4 and 5), or, with backfill on, starts beside the
+  it claims room of its own as they did (the borrowing and nomination phases), or, with backfill on, starts beside the
   instances kept for them when the instances its team may use cover it now;
 * where a head is *stuck* (no room even by preemption), with backfill on, it starts on the
   instances its team may use now, or stops the jobs of its team it outranks to get them (they rank

@@ -1,4 +1,4 @@
-"""Phase 4 of a pass: borrow, then priority inside a team.
+"""The borrowing phase of a pass: borrow, then priority inside a team.
 
 The first job of each team that would exceed its quota is decided here. Where another team lends
 idle quota in its pools it is decided after every job within a quota, teams taken in fair-share
@@ -10,7 +10,7 @@ the unassigned group is alone, and its quota is the whole pool).
 * **Borrow.** It starts when its team lends and borrows, stays within its borrow limit, and the
   instances its team may use (free, less the idle quota of teams that reserve theirs) cover it.
 * **Priority inside a team.** Else it stops lower-priority jobs *of its own team* (the priority
-  rule, with the preemption rules' protection; phase 5's victim selection): as many as it lacks
+  rule, with the preemption rules' protection; the nomination phase's victim selection): as many as it lacks
   once the stops in flight land when its team may go on borrowing what it holds (a swap inside the
   team), else enough to get back within its quota, reclaiming from borrowers whatever its quota
   still lacks. Without room even then it is stuck (`nomination`). Counting the stops in flight,

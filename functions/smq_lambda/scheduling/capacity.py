@@ -85,7 +85,8 @@ class Ledger:
         return self._config.capacity(pool)
 
     def used(self, pool: str) -> int:
-        """Instances held: live queue jobs plus training jobs outside the queue (GET /pools' `in_use`)."""
+        """Instances held: live queue jobs, training jobs outside the queue and warm pools still held
+        (GET /pools' `in_use`; its `warm` says how many of them warm pools hold)."""
         return self._used[pool]
 
     def free(self, pool: str) -> int | None:

@@ -4,45 +4,45 @@ A pass is a short list of named phases, each a module with its rule in its docst
 phase decides a job, the pass asks two questions that decide nothing: may it run at all (`gates`:
 a held job is explained and blocks nothing), and what could be done for it now, at one placement
 (`verdicts.assess`: behind a head, fits on a warm pool, fits, borrows, room can be made, no fit).
+The phases, in order:
 
+* **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`),
+  under the configuration in force at `now` (`plan_windows`: a training plan's pool holds its
+  instances only while one of its windows is open);
+* **stop before plan windows end** (`plan_stops`): the jobs running in a training plan's pool
+  once its window closes, `stop_margin_s` before the window's end, so they checkpoint;
+* **order the heads**: pending jobs in the one queue order, priority desc (aged: `aging`),
+  submission asc, name; a spot job's purchase options (`purchase_options`) are its placements;
+  the admission walk first **places** each flexible job (`placement`): chooses the instance
+  preference the other phases decide it at, or lets it wait in every pool it prefers;
+* **admit within quota** (`admission`), walking that order: a job starts when it fits in its
+  team's quota and in the instances its team may use, and no earlier job of its team waits for
+  its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool;
+* **borrow** (`borrowing`): each team's first job beyond its quota borrows idle quota of teams
+  that lend, teams in fair-share order, or else stops lower-priority jobs of its own team;
+* **nominate preemptions and reclaims** (`nomination`) for a head within its quota that lacks
+  instances: reclaim of borrowed capacity, else priority preemption inside its team, through one
+  victim selection (`preemption`);
+* **backfill** (`backfill`): a job behind its team's waiting head claims room of its own while
+  the head has its room, and, with backfill on, starts on instances the head cannot use yet,
+  inside its team's quota (beyond it only as borrowing);
+* **keep warm** (`warm_pools`): each start's keep-alive, kept while a matching job waits, else
+  none, and the warm pools no waiting job matches are ended. In the admission walk a job that
+  matches a warm pool starts on it, and a head that lacks instances ends warm pools it does not
+  match (`Decision.warm_releases`);
+* **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`),
+  worded from the numbers: a group that holds a whole pool alone (the unassigned group without
+  quotas) is told what fits, a team with a share of it what its quota allows. A job that merely
+  waits behind a head gets none: its position and "N jobs ahead" change with every job that
+  starts or arrives, so they are computed when someone reads the job (`reasons.queued`), never
+  written to every waiting job on every pass.
 
-1. **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`),
-   under the configuration in force at `now` (`plan_windows`: a training plan's pool holds its
-   instances only while one of its windows is open);
-1b. **stop before plan windows end** (`plan_stops`): the jobs running in a training plan's pool
-   once its window closes, `stop_margin_s` before the window's end, so they checkpoint;
-2. **order the heads**: pending jobs in the one queue order, priority desc (aged: `aging`),
-   submission asc, name; a spot job's purchase options (`purchase_options`) are its placements;
-   the walk of phase 3 first **places** each flexible job (`placement`): chooses the instance
-   preference the other phases decide it at, or lets it wait in every pool it prefers;
-3. **admit within quota** (`admission`), walking that order: a job starts when it fits in its
-   team's quota and in the instances its team may use, and no earlier job of its team waits for
-   its pools. Without quotas every job is in the unassigned group, whose quota is the whole pool;
-4. **borrow** (`borrowing`): each team's first job beyond its quota borrows idle quota of teams
-   that lend, teams in fair-share order, or else stops lower-priority jobs of its own team;
-5. **nominate preemptions and reclaims** (`nomination`) for a head within its quota that lacks
-   instances: reclaim of borrowed capacity, else priority preemption inside its team, through one
-   victim selection (`preemption`);
-6. **backfill** (`backfill`): a job behind its team's waiting head claims room of its own while
-   the head has its room, and, with backfill on, starts on instances the head cannot use yet,
-   inside its team's quota (beyond it only as borrowing);
-6b. **keep warm** (`warm_pools`): each start's keep-alive, kept while a matching job waits, else
-   none, and the warm pools no waiting job matches are ended. In the walk of phase 3 a job that
-   matches a warm pool starts on it, and a head that lacks instances ends warm pools it does not
-   match (`Decision.warm_releases`);
-7. **reasons**: each phase writes the reason of the jobs it decided (`reasons`, `quota_reasons`),
-   worded from the numbers: a group that holds a whole pool alone (the unassigned group without
-   quotas) is told what fits, a team with a share of it what its quota allows. A job that merely
-   waits behind a head gets none: its position and "N jobs ahead" change with every job that
-   starts or arrives, so they are computed when someone reads the job (`reasons.queued`), never
-   written to every waiting job on every pass.
-
-The walk of phase 3 hands a job to phases 4, 5 and 6 as soon as it leaves it undecided, so later
-decisions see earlier ones: a start takes its instances, a preemption counts as releasing, a wait
-keeps its room. Only where another team lends idle quota in a job's pools (never without quotas)
-does the walk leave it for later: a head beyond its quota to phase 4, after every job within a
-quota, and a job behind its team's head to phase 6, after the borrowers, who may yet take those
-instances. Actions come out in the order they were decided (the starts, stops and wait of one job
+The admission walk hands a job to the borrowing, nomination and backfill phases as soon as it
+leaves it undecided, so later decisions see earlier ones: a start takes its instances, a preemption
+counts as releasing, a wait keeps its room. Only where another team lends idle quota in a job's
+pools (never without quotas) does the walk leave it for later: a head beyond its quota to the
+borrowing phase, after every job within a quota, and a job behind its team's head to the backfill
+phase, after the borrowers, who may yet take those instances. Actions come out in the order they were decided (the starts, stops and wait of one job
 together).
 
 A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
@@ -89,7 +89,8 @@ class Decision:
     budget_held: frozenset[str] = frozenset()
     """The jobs their team's hold budget set aside (`budget_hold`), among those explained."""
     warm_releases: tuple[ReleaseWarmPool, ...] = ()
-    """The warm pools the pass ends for jobs ahead of every job that matches them (`warm_pools`)."""
+    """The warm pools the pass ends (`warm_pools`): for a job that waits ahead of every job that
+    matches them (rule 2), and those no pending job the pass saw matches (rule 4)."""
 
 
 def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[Action]:

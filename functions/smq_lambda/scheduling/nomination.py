@@ -1,4 +1,4 @@
-"""Phase 5 of a pass: nominate preemptions and reclaims for a head that lacks instances.
+"""The nomination phase of a pass: nominate preemptions and reclaims for a head that lacks instances.
 
 A head within its team's quota starts when the instances its team may use cover it; else, for what
 the stops in flight do not already cover, two rules stop running jobs, both through the one victim

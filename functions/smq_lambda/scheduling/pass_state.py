@@ -211,7 +211,7 @@ class PassState:
         return lack
 
     def why_not_borrow(self, job: Job, beyond: Mapping[str, int]) -> str | None:
-        """The borrowing rule (phases 4 and 6): why `job`, `beyond` its team's quota, may not
+        """The borrowing rule (the borrowing and backfill phases): why `job`, `beyond` its team's quota, may not
         borrow; None when it may (its team borrows, within its borrow limit, and the instances its
         team may use cover it)."""
         team = self.ledger.team(job)

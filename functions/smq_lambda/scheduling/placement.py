@@ -7,12 +7,12 @@ pass the job *at one placement* (the job with that placement's demand), chosen b
    instances its team may use are free, within its quota or as borrowing the borrowing rules allow;
 2. else the first that can be made to fit by the usual rules (no earlier job of its team waits for
    the pool): the stops in flight, the reclaim of borrowed capacity or priority preemption inside
-   its team cover what it lacks (the candidates and victim selection phases 4 and 5 then use);
+   its team cover what it lacks (the candidates and victim selection the borrowing and nomination phases then use);
 3. else, with backfill on, the first placement behind an earlier waiting job of its team where it
-   may start now beside that head (phase 6 backfills it there): a job no pool has room for in its
+   may start now beside that head (the backfill phase starts it there): a job no pool has room for in its
    own right still uses instances a head cannot use yet;
 4. else, when an earlier job of its team waits in every pool it prefers, the first placement, to
-   wait behind that head (phase 6);
+   wait behind that head (the backfill phase);
 5. else the job waits in the pool of every placement no earlier job waits for: it heads each of
    them (so no later job of its team overtakes it in any), and no room can be made in any (so, as
    for a stuck head, later jobs start there only by backfill). Its reason names each placement and

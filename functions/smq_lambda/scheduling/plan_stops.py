@@ -1,4 +1,4 @@
-"""Phase 1b of a pass: stop the jobs running on a training plan before its window ends.
+"""The plan stops of a pass: stop the jobs running on a training plan before its window ends.
 
 Rule: a job starting or running in a training plan's pool is stopped once no window of the plan is
 open (scheduling/plan_windows.py): `stop_margin_s` before the window's end, so it checkpoints

@@ -45,9 +45,12 @@ class SchedulerConfig(QueueConfigDocument):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The active jobs of the queue and the instances SageMaker jobs outside the queue hold.
+    """Everything one pass decides over, read at one moment: the queue's jobs, the instances held
+    outside it (training jobs outside the queue, warm pools), and what the teams' fair share, budgets
+    and spot rates need.
 
-    `jobs` holds every job that is pending or live; finished jobs play no part in a pass.
+    `jobs` holds every live job and the pending jobs the pass read (each pool's window:
+    scheduling/window.py); finished jobs play no part in a pass.
     """
 
     jobs: tuple[Job, ...]
