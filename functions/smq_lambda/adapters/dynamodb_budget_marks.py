@@ -11,13 +11,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import written
 
 MARK_PREFIX = "#budget-warned#"
 MARK_TTL_DAYS = 62
-CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 def mark_key(team: str, month: str, threshold: float) -> str:
@@ -32,22 +29,16 @@ class DynamoBudgetWarningMarks:
 
     def claim(self, team: str, month: str, threshold: float) -> bool:
         expires = self._clock() + timedelta(days=MARK_TTL_DAYS)
-        with unavailable_as_typed():
-            try:
-                self._client.put_item(
-                    TableName=self._table,
-                    Item={
-                        "name": {"S": mark_key(team, month, threshold)},
-                        "expires_at": {"N": str(int(expires.timestamp()))},
-                    },
-                    ConditionExpression="attribute_not_exists(#name)",
-                    ExpressionAttributeNames={"#name": "name"},
-                )
-            except ClientError as exc:
-                if error_code(exc) == CONDITION_FAILED:
-                    return False
-                raise
-        return True
+        return written(
+            self._client.put_item,
+            TableName=self._table,
+            Item={
+                "name": {"S": mark_key(team, month, threshold)},
+                "expires_at": {"N": str(int(expires.timestamp()))},
+            },
+            ConditionExpression="attribute_not_exists(#name)",
+            ExpressionAttributeNames={"#name": "name"},
+        )
 
 
 def _utcnow() -> datetime:

@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
-from smq_lambda.adapters.dynamodb_table import batch_get, condition_failed, get_item
+from smq_lambda.adapters.dynamodb_errors import written
+from smq_lambda.adapters.dynamodb_table import batch_get, get_item
 from smq_lambda.adapters.item_codec import Item
 from smq_lambda.errors import VersionConflict
 from smq_lambda.forecast.durations import DurationHistory, DurationKey, DurationSummary
@@ -73,14 +71,7 @@ class DynamoDurationStore:
             "counted": {"L": [{"S": job_id} for job_id in summary.counted]},
             "version": {"N": str(version + 1)},
         }
-        with unavailable_as_typed():
-            try:
-                self._client.put_item(TableName=self._table, Item=item, **condition)
-            except ClientError as exc:
-                if condition_failed(exc):
-                    return False
-                raise
-        return True
+        return written(self._client.put_item, TableName=self._table, Item=item, **condition)
 
 
 def item_key(key: DurationKey) -> str:

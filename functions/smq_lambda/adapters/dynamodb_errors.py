@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -23,6 +24,9 @@ UNAVAILABLE_CODES = frozenset(
         "ServiceUnavailable",
     }
 )
+
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 def error_code(exc: ClientError) -> str:
@@ -55,3 +59,26 @@ def unavailable_as_typed(also: Callable[[ClientError], ServiceUnavailable | None
         raise unavailable from exc
     except BotoCoreError as exc:
         raise unreachable(exc) from exc
+
+
+def condition_failed(exc: ClientError) -> bool:
+    return error_code(exc) == CONDITION_FAILED
+
+
+def written(
+    call: Callable[..., Any],
+    *,
+    also: Callable[[ClientError], ServiceUnavailable | None] = lambda exc: None,
+    **request: Any,
+) -> bool:
+    """One conditional write (`call`: the client's put_item or update_item with `request`): True
+    when it landed, False when its ConditionExpression did not hold (another writer got there
+    first: never an error). "Not now" errors are raised as ServiceUnavailable (`unavailable_as_typed`)."""
+    with unavailable_as_typed(also):
+        try:
+            call(**request)
+        except ClientError as exc:
+            if condition_failed(exc):
+                return False
+            raise
+    return True

@@ -27,9 +27,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import written
 
 LEASE_KEY = {"name": {"S": "#scheduler-lease"}}
 """Job names cannot contain '#', so the lease can never collide with a job."""
@@ -39,7 +37,6 @@ EXPIRY_MARGIN = timedelta(seconds=5)
 """How long after its holder's deadline a lease still stands: clock skew and rounding to seconds."""
 DEFAULT_DURATION = SCHEDULER_TIMEOUT + EXPIRY_MARGIN
 """For callers without a Lambda context: as long as any scheduler invocation can live."""
-CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 def lease_duration(remaining_millis: int) -> timedelta:
@@ -95,11 +92,4 @@ class DynamoPassLease:
         }
         if condition is not None:
             request["ConditionExpression"] = condition
-        with unavailable_as_typed():
-            try:
-                self._client.update_item(**request)
-            except ClientError as exc:
-                if error_code(exc) == CONDITION_FAILED:
-                    return False
-                raise
-        return True
+        return written(self._client.update_item, **request)

@@ -30,8 +30,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
-from smq_lambda.adapters.dynamodb_table import batch_get, condition_failed, get_item, transaction_busy
+from smq_lambda.adapters.dynamodb_errors import condition_failed, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_table import batch_get, get_item, transaction_busy
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import LIVE_STATES
 

@@ -22,16 +22,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 
 USAGE_KEY = {"name": {"S": "#pool-usage"}}
 """Job names cannot contain '#', so the report can never collide with a job. It carries none of the
 indexed attributes, so it appears in no index, and no TTL: the latest report stays."""
-CONDITION_FAILED = "ConditionalCheckFailedException"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed width, so the stored strings sort as the times do (the condition compares them)."""
 MAX_ESTIMATES = 250
@@ -48,17 +45,13 @@ class DynamoPoolUsageBoard:
 
     def publish(self, report: PoolUsageReport) -> None:
         """Store `report` unless a report measured later is already there."""
-        with unavailable_as_typed():
-            try:
-                self._client.put_item(
-                    TableName=self._table,
-                    Item={**USAGE_KEY, **_to_item(bounded(report))},
-                    ConditionExpression="attribute_not_exists(measured_at) OR measured_at <= :measured_at",
-                    ExpressionAttributeValues={":measured_at": {"S": _time(report.measured_at)}},
-                )
-            except ClientError as exc:
-                if error_code(exc) != CONDITION_FAILED:
-                    raise
+        written(
+            self._client.put_item,
+            TableName=self._table,
+            Item={**USAGE_KEY, **_to_item(bounded(report))},
+            ConditionExpression="attribute_not_exists(measured_at) OR measured_at <= :measured_at",
+            ExpressionAttributeValues={":measured_at": {"S": _time(report.measured_at)}},
+        )
 
     def latest(self) -> PoolUsageReport | None:
         with unavailable_as_typed():

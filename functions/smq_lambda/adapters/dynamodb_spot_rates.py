@@ -17,15 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
 from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.domain.spot_rates import Counted, SpotInterruptions
 from smq_lambda.errors import VersionConflict
 
 SPOT_INTERRUPTIONS_KEY = {"name": {"S": "#spot-interruptions"}}
-CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 class DynamoSpotInterruptionBook:
@@ -75,10 +72,5 @@ class DynamoSpotInterruptionBook:
         else:
             request["ConditionExpression"] = "version = :previous"
             request["ExpressionAttributeValues"] = {":previous": {"N": str(previous.version)}}
-        with unavailable_as_typed():
-            try:
-                self._client.put_item(**request)
-            except ClientError as exc:
-                if error_code(exc) == CONDITION_FAILED:
-                    raise VersionConflict(SPOT_INTERRUPTIONS_KEY["name"]["S"]) from exc
-                raise
+        if not written(self._client.put_item, **request):
+            raise VersionConflict(SPOT_INTERRUPTIONS_KEY["name"]["S"])

@@ -35,7 +35,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_attempts import DynamoAttemptHistory
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import condition_failed, error_code, unavailable_as_typed
 from smq_lambda.adapters.dynamodb_indexes import JobIndexes, order_key_of
 from smq_lambda.adapters.dynamodb_pool_holders import PoolHolderItems
 from smq_lambda.adapters.dynamodb_table import (
@@ -43,7 +43,6 @@ from smq_lambda.adapters.dynamodb_table import (
     TRANSACTION_CANCELED,
     batch_get,
     cancellation_codes,
-    condition_failed,
     get_item,
     names,
     transaction_busy,

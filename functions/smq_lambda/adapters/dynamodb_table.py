@@ -22,7 +22,6 @@ from smq_lambda.adapters.dynamodb_errors import SERVICE, error_code, unavailable
 from smq_lambda.adapters.item_codec import Item
 from smq_lambda.errors import ServiceUnavailable
 
-CONDITION_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
 CONDITION_FAILED_REASON = "ConditionalCheckFailed"
 BATCH_GET_MAX = 100
@@ -54,10 +53,6 @@ _PLACEHOLDER = re.compile(r"#\w+")
 
 def names(expression: str) -> dict[str, str]:
     return {placeholder: _NAMES[placeholder] for placeholder in set(_PLACEHOLDER.findall(expression))}
-
-
-def condition_failed(exc: ClientError) -> bool:
-    return error_code(exc) == CONDITION_FAILED
 
 
 def cancellation_codes(exc: ClientError) -> list[str]:

@@ -16,15 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
 from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.errors import VersionConflict
 from smq_lambda.pool_usage import TeamUsageRecord
 
 TEAM_USAGE_KEY = {"name": {"S": "#team-usage"}}
-CONDITION_FAILED = "ConditionalCheckFailedException"
 _NAMES = {"#at": "at"}
 """`at` is a DynamoDB reserved word."""
 
@@ -58,13 +55,8 @@ class DynamoTeamUsageHistory:
         else:
             request["ConditionExpression"] = "#at = :previous"
             request["ExpressionAttributeValues"] = {":previous": {"S": format_time(previous.at)}}
-        with unavailable_as_typed():
-            try:
-                self._client.put_item(**request)
-            except ClientError as exc:
-                if error_code(exc) == CONDITION_FAILED:
-                    raise VersionConflict(TEAM_USAGE_KEY["name"]["S"]) from exc
-                raise
+        if not written(self._client.put_item, **request):
+            raise VersionConflict(TEAM_USAGE_KEY["name"]["S"])
 
 
 def _number(value: float) -> str:

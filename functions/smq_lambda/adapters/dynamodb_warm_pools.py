@@ -32,9 +32,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
+from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed, written
 from smq_lambda.adapters.dynamodb_table import (
-    CONDITION_FAILED,
     batch_get,
     cancellation_codes,
     get_item,
@@ -113,24 +112,16 @@ class DynamoWarmPools:
         )
 
     def release(self, training_job_name: str) -> bool:
-        with unavailable_as_typed(transaction_busy):
-            try:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key={"name": {"S": warm_pool_key(training_job_name)}},
-                    UpdateExpression="SET #status = :released",
-                    ConditionExpression="#status = :available",
-                    ExpressionAttributeNames={"#status": "status"},
-                    ExpressionAttributeValues={
-                        ":released": {"S": RELEASED_STATUS},
-                        ":available": {"S": AVAILABLE_STATUS},
-                    },
-                )
-            except ClientError as exc:
-                if error_code(exc) == CONDITION_FAILED:
-                    return False
-                raise
-        return True
+        return written(
+            self._client.update_item,
+            also=transaction_busy,
+            TableName=self._table,
+            Key={"name": {"S": warm_pool_key(training_job_name)}},
+            UpdateExpression="SET #status = :released",
+            ConditionExpression="#status = :available",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":released": {"S": RELEASED_STATUS}, ":available": {"S": AVAILABLE_STATUS}},
+        )
 
     def available(self, now: datetime) -> list[WarmPool]:
         """The registry, then every warm pool it names, by key (strongly consistent). Those that ran
