@@ -40,7 +40,7 @@ from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, JobState
 from smq_lambda.domain.training_report import TrainingJobStatus
 from smq_lambda.ports import InUse
 from smq_lambda.scheduling.snapshot import SchedulerConfig
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 from tabulate import tabulate
 
 POOL = "ml.p5.48xlarge"
@@ -196,12 +196,14 @@ def measure_store(store_class: type[DynamoJobStore], client: Any, table: str, de
     clock = [EPOCH + timedelta(days=1)]
     store = store_class(table, client)
     scheduler = Scheduler(
-        store=store,
-        training=NoSageMaker(),
-        config=StaticConfig(),
-        lease=DynamoPassLease(table, client),
-        clock=lambda: clock[0],
-        usage_board=DynamoPoolUsageBoard(table, client),
+        SchedulerPorts(
+            store=store,
+            training=NoSageMaker(),
+            config=StaticConfig(),
+            lease=DynamoPassLease(table, client),
+            clock=lambda: clock[0],
+            usage_board=DynamoPoolUsageBoard(table, client),
+        )
     )
     scheduler.schedule()  # the first pass writes the head's reason
     steady, steady_s = meter.measure(scheduler.schedule)

@@ -13,7 +13,7 @@ from smq_lambda.domain.states import JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.service.queue_api import WRITE_ATTEMPTS, QueueService
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.api.builders import ALICE, G5, P5, POOLS, training_request
 from tests.api.gateway import ApiGateway
@@ -112,12 +112,14 @@ def test_pools_show_the_usage_a_pass_measured_with_jobs_started_outside_the_queu
     training = FakeTrainingService(external={G5: 2, "ml.c5.xlarge": 5}, clock=clock)
     service = service_over(store, clock, usage_board=board)
     scheduler = Scheduler(
-        store=store,
-        training=training,
-        config=FakeConfigSource(POOLS),
-        lease=InMemoryPassLease(),
-        clock=clock,
-        usage_board=board,
+        SchedulerPorts(
+            store=store,
+            training=training,
+            config=FakeConfigSource(POOLS),
+            lease=InMemoryPassLease(),
+            clock=clock,
+            usage_board=board,
+        )
     )
     service.submit(training_request("job", instances=1), ALICE)
     service.submit(training_request("waits", instances=2), ALICE)

@@ -19,7 +19,7 @@ from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.cost_reports import CostReports
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
 from tests.support.fake_lease import InMemoryPassLease
@@ -71,12 +71,14 @@ class QueueWorld:
         self.config = FakeConfigSource(capacity)
         self.usage_board = InMemoryPoolUsageBoard()
         self.scheduler = Scheduler(
-            store=self.store,
-            training=self.sagemaker,
-            config=self.config,
-            lease=InMemoryPassLease(),
-            clock=self.clock,
-            usage_board=self.usage_board,
+            SchedulerPorts(
+                store=self.store,
+                training=self.sagemaker,
+                config=self.config,
+                lease=InMemoryPassLease(),
+                clock=self.clock,
+                usage_board=self.usage_board,
+            )
         )
         self.trigger = RecordingTrigger(on_kick=lambda _reason: self.kick())
         self.cost_ledger = InMemoryCostLedger()

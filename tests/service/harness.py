@@ -13,7 +13,7 @@ from smq_lambda.domain.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.ports import CostLedger, DurationStore, JobStore, PriceSource, TrainingEndListener
 from smq_lambda.service.idle_watch import IdleWatch
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.support.fake_lease import InMemoryPassLease
 from tests.support.fake_spot_rates import InMemorySpotInterruptionBook
@@ -88,23 +88,25 @@ class World:
         self.config = FakeConfigSource(self.capacity, backfill=self.backfill)
         self.usage = InMemoryPoolUsageBoard()
         self.scheduler = Scheduler(
-            store=self.store,
-            training=self.sagemaker,
-            config=self.config,
-            lease=self.lease,
-            clock=self.clock,
-            usage_board=self.usage,
-            retry_limits=self.retry_limits,
-            policy=self.policy,
-            idle_watch=self.idle_watch,
-            team_usage=self.team_usage,
-            notifier=self.notifier,
-            stack=self.stack,
-            training_end_listeners=self.end_listeners(),
-            cost_ledger=self.cost_ledger,
-            prices=self.prices,
-            durations=self.durations,
-            spot_interruptions=self.spot_interruptions,
+            SchedulerPorts(
+                store=self.store,
+                training=self.sagemaker,
+                config=self.config,
+                lease=self.lease,
+                clock=self.clock,
+                usage_board=self.usage,
+                retry_limits=self.retry_limits,
+                policy=self.policy,
+                idle_watch=self.idle_watch,
+                team_usage=self.team_usage,
+                notifier=self.notifier,
+                stack=self.stack,
+                training_end_listeners=self.end_listeners(),
+                cost_ledger=self.cost_ledger,
+                prices=self.prices,
+                durations=self.durations,
+                spot_interruptions=self.spot_interruptions,
+            )
         )
 
     def end_listeners(self) -> list[TrainingEndListener]:

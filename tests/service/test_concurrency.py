@@ -21,7 +21,7 @@ from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.scheduling.invariants import TrainingJobView, check_queue_against_sagemaker, sagemaker_violations
 from tests.service.harness import queued_job
@@ -79,7 +79,9 @@ def test_concurrent_passes_and_events_never_over_commit_or_start_twice(dynamodb:
 
     def scheduler() -> Scheduler:
         return Scheduler(
-            store=store, training=sagemaker, config=config, lease=DynamoPassLease(table, dynamodb), clock=_utcnow
+            SchedulerPorts(
+                store=store, training=sagemaker, config=config, lease=DynamoPassLease(table, dynamodb), clock=_utcnow
+            )
         )
 
     def all_ended() -> bool:

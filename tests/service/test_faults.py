@@ -21,7 +21,7 @@ from smq_lambda.domain.states import ACTIVE_STATES
 from smq_lambda.errors import JobConflict, JobNotFound, ServiceUnavailable, VersionConflict
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.scheduling.invariants import TrainingJobView, Violation, check_queue_against_sagemaker
 from tests.service.harness import queued_job, training_request
@@ -67,13 +67,15 @@ class FaultedQueue:
         store = FaultyPort("store", self.store, plan)
         config = FaultyPort("config", FakeConfigSource(CAPACITY), plan)
         self.scheduler = Scheduler(
-            store=store,
-            training=FaultyPort("training", self.sagemaker, plan),
-            config=config,
-            lease=FaultyPort("lease", InMemoryPassLease(), plan),
-            clock=self.clock,
-            usage_board=FaultyPort("usage", InMemoryPoolUsageBoard(), plan),
-            policy=FaultyPort("policy", StaticPolicySource(), plan),
+            SchedulerPorts(
+                store=store,
+                training=FaultyPort("training", self.sagemaker, plan),
+                config=config,
+                lease=FaultyPort("lease", InMemoryPassLease(), plan),
+                clock=self.clock,
+                usage_board=FaultyPort("usage", InMemoryPoolUsageBoard(), plan),
+                policy=FaultyPort("policy", StaticPolicySource(), plan),
+            )
         )
         ids = itertools.count(1)
         self.api = QueueService(store, config, self.trigger, clock=self.clock, new_id=lambda: f"{next(ids):032x}")

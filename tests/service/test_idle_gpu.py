@@ -16,8 +16,8 @@ from smq_lambda.errors import AlarmServiceError, ConfigError
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.governance.idle_scope import EXEMPT_TAG
 from smq_lambda.governance.policy import IdlePolicy, Policy
+from smq_lambda.handlers.composition import idle_alarm_prefix
 from smq_lambda.handlers.idle import handle as handle_idle
-from smq_lambda.handlers.scheduler import idle_alarm_prefix
 from smq_lambda.service.idle_stop import IdleStop
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.settings import Settings

@@ -11,7 +11,7 @@ from typing import Any
 
 from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
 from smq_lambda.domain.warm_pools import WarmPoolStatus, warm_key_of
-from smq_lambda.service.scheduler import Scheduler
+from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.service.harness import POOL, World, queued_job
 from tests.support.fake_warm_pools import InMemoryWarmPools
@@ -26,13 +26,15 @@ class WarmWorld(World):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.scheduler = Scheduler(
-            store=self.store,
-            training=self.sagemaker,
-            config=self.config,
-            lease=self.lease,
-            clock=self.clock,
-            usage_board=self.usage,
-            warm_pools=self.warm,
+            SchedulerPorts(
+                store=self.store,
+                training=self.sagemaker,
+                config=self.config,
+                lease=self.lease,
+                clock=self.clock,
+                usage_board=self.usage,
+                warm_pools=self.warm,
+            )
         )
 
     def submit_keeping(self, name: str, priority: int, *, volume_gb: int = 30, kick: bool = True) -> None:

@@ -27,15 +27,18 @@ def template_handler(handler: str) -> Handler:
 
 def reset_handler_caches() -> None:
     """Handlers build their clients once per cold start; a new stack is a new cold start."""
-    from smq_lambda.handlers import api, aws_clients, idle, price_refresh, scheduler
+    from smq_lambda.handlers import api, aws_clients, composition
 
     aws_clients.client.cache_clear()
-    scheduler.default_scheduler.cache_clear()
-    scheduler.default_outside_jobs.cache_clear()
-    scheduler.default_policy.cache_clear()
-    idle.default_idle_stop.cache_clear()
-    api.default_app.cache_clear()
-    price_refresh.default_refresh.cache_clear()
+    for builder in (
+        composition.default_scheduler,
+        composition.default_outside_jobs,
+        composition.default_policy,
+        composition.default_idle_stop,
+        composition.default_refresh,
+        api.default_app,
+    ):
+        builder.cache_clear()
 
 
 def as_function(function: str, invoke: Handler) -> Handler:

@@ -43,6 +43,7 @@ from smq_lambda.errors import (
     VersionConflict,
 )
 from smq_lambda.handlers import query_params as params
+from smq_lambda.handlers.composition import api_services
 from smq_lambda.handlers.cost_routes import register_cost_routes
 from smq_lambda.handlers.read_routes import register_read_routes
 from smq_lambda.handlers.replays import REPLAY_CONFIG, REPLAYED
@@ -50,7 +51,7 @@ from smq_lambda.handlers.tracing import traced
 from smq_lambda.handlers.views import error_view, job_view, page_view
 from smq_lambda.service.cost_reports import CostReports
 from smq_lambda.service.queue_api import QueueService
-from smq_lambda.service.submission import MAX_REQUEST_BYTES, SubmissionPolicy
+from smq_lambda.service.submission import MAX_REQUEST_BYTES
 from smq_lambda.settings import Settings
 
 if TYPE_CHECKING:
@@ -255,59 +256,13 @@ def lambda_handler(build_app: Callable[[], APIGatewayRestResolver]) -> Handler:
     return traced(entry)
 
 
-def services_from_settings(settings: Settings) -> tuple[QueueService, CostReports]:
-    """The services over the real adapters; each finds its endpoint the standard boto3 way
-    (`AWS_ENDPOINT_URL_<SERVICE>` included). The adapters are imported here, on the first request
-    of a cold start, not when the module is."""
-    import boto3
-    from aws_lambda_powertools.utilities.parameters import SSMProvider
-
-    from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
-    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
-    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-    from smq_lambda.adapters.price_source import stack_price_source
-    from smq_lambda.adapters.sqs_trigger import SqsSchedulerTrigger
-    from smq_lambda.adapters.ssm_access_rules import SsmAccessRules
-    from smq_lambda.adapters.ssm_config import SsmConfigSource
-    from smq_lambda.adapters.ssm_policy import SsmPolicySource
-
-    if not settings.scheduler_queue_url:
-        raise ConfigError("SMQ_SCHEDULER_QUEUE_URL is not set: the API could not ask for scheduling passes")
-    dynamodb = boto3.client("dynamodb")
-    ssm = SSMProvider(boto3_client=boto3.client("ssm"))
-    store = DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days)
-    config = SsmConfigSource(settings, ssm)
-    prices = stack_price_source(settings, config, dynamodb)
-    access_rules = SsmAccessRules(settings.access_rules_parameter, ssm) if settings.access_rules_parameter else None
-    service = QueueService(
-        store=store,
-        config=config,
-        trigger=SqsSchedulerTrigger(settings.scheduler_queue_url, boto3.client("sqs")),
-        policy=SubmissionPolicy.from_settings(settings),
-        admin_principals=settings.admin_principals,
-        access_rules=access_rules,
-        usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
-        governance=SsmPolicySource.from_settings(settings, ssm),
-        prices=prices,
-    )
-    costs = CostReports(
-        DynamoCostLedger(settings.table_name, dynamodb),
-        store,
-        config,
-        prices,
-        admin_principals=settings.admin_principals,
-        access_rules=access_rules,
-    )
-    return service, costs
-
-
 @cache
 def default_app() -> APIGatewayRestResolver:
     """Built on the first invocation of a cold start, from the environment the template sets."""
     import boto3
 
     settings = Settings.from_env()
-    service, costs = services_from_settings(settings)
+    service, costs = api_services(settings)
     return create_app(service, idempotency_store(settings.table_name, boto3.client("dynamodb")), costs)
 
 

@@ -10,16 +10,13 @@ its state changes.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
 from smq_lambda.governance.idle_notifications import parse_notification
-from smq_lambda.handlers.aws_clients import client
-from smq_lambda.handlers.scheduler import default_policy, idle_alarm_prefix, notifier
+from smq_lambda.handlers.composition import default_idle_stop
 from smq_lambda.handlers.tracing import traced
-from smq_lambda.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -31,28 +28,6 @@ logger = Logger(service="smq")
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-@cache
-def default_idle_stop() -> IdleStop:
-    """Built once per cold start from the environment the template sets (the adapters imported
-    here, on the first invocation, not at import)."""
-    from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
-    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-    from smq_lambda.service.idle_stop import IdleStop
-
-    settings = Settings.from_env()
-    prefix = idle_alarm_prefix(settings)
-    return IdleStop(
-        store=DynamoJobStore(settings.table_name, client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(client("sagemaker")),
-        alarms=CloudWatchIdleAlarms(client("cloudwatch"), prefix),
-        policy=default_policy(),
-        clock=_now,
-        prefix=prefix,
-        notifier=notifier(settings),
-    )
 
 
 @traced

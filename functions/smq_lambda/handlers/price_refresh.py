@@ -12,18 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.adapters.price_list import PRICING_ENDPOINT, SageMakerPriceList
+from smq_lambda.adapters.price_list import SageMakerPriceList
 from smq_lambda.adapters.price_source import DynamoRefreshedPrices
 from smq_lambda.domain.prices_in_force import RefreshedPrices
-from smq_lambda.errors import ConfigError
-from smq_lambda.handlers.aws_clients import client
+from smq_lambda.handlers.composition import default_refresh
 from smq_lambda.handlers.tracing import traced
-from smq_lambda.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -37,19 +34,6 @@ class NoPricesFound(Exception):
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-@cache
-def default_refresh() -> tuple[SageMakerPriceList, DynamoRefreshedPrices, str]:
-    """The Price List, the `#prices` item and the stack's region, built once per cold start. The
-    Price List client is this function's alone: its endpoint's region is not the stack's."""
-    import boto3
-
-    settings = Settings.from_env()
-    if settings.region is None:
-        raise ConfigError("AWS_REGION is not set: the price refresh does not know which region to price")
-    price_list = SageMakerPriceList(boto3.client("pricing", region_name=PRICING_ENDPOINT))
-    return price_list, DynamoRefreshedPrices(settings.table_name, client("dynamodb")), settings.region
 
 
 @traced

@@ -18,33 +18,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from smq_lambda.domain.model import queue_tags
-from smq_lambda.errors import ConfigError
 from smq_lambda.handlers import scheduler_input
-from smq_lambda.handlers.aws_clients import client
-from smq_lambda.handlers.cost_wiring import cost_wiring
+from smq_lambda.handlers.composition import default_outside_jobs, default_scheduler
 from smq_lambda.handlers.estimate_metrics import record_estimate_metrics
 from smq_lambda.handlers.pool_metrics import record_pool_metrics
 from smq_lambda.handlers.scheduler_input import SAGEMAKER_SOURCE, SCHEDULE_SOURCE, Kick, Malformed, StateChange
 from smq_lambda.handlers.team_metrics import record_team_metrics
 from smq_lambda.handlers.tracing import traced
-from smq_lambda.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from smq_lambda.adapters.sns_notifier import SnsNotifier
-    from smq_lambda.adapters.ssm_policy import SsmPolicySource
-    from smq_lambda.governance.idle import AlarmPrefix
-    from smq_lambda.governance.policy import Policy
-    from smq_lambda.service.idle_watch import IdleWatch
     from smq_lambda.service.outside_jobs import OutsideJobs
     from smq_lambda.service.passes import PassReport
     from smq_lambda.service.reconciliation import Reconciliation
@@ -57,128 +48,6 @@ metrics = Metrics(namespace=NAMESPACE, service="smq")
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-# ---------------------------------------------------------------- built once per cold start
-# The adapters are imported here, on the first invocation, not at import; the boto3 clients are
-# shared (aws_clients.py).
-
-
-@cache
-def default_scheduler() -> Scheduler:
-    """Built once per cold start from the environment the template sets."""
-    from aws_lambda_powertools.utilities.parameters import SSMProvider
-
-    from smq_lambda.adapters.dynamodb_durations import DynamoDurationStore
-    from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
-    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
-    from smq_lambda.adapters.dynamodb_spot_rates import DynamoSpotInterruptionBook
-    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-    from smq_lambda.adapters.dynamodb_team_usage import DynamoTeamUsageHistory
-    from smq_lambda.adapters.dynamodb_warm_pools import DynamoWarmPools
-    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-    from smq_lambda.adapters.ssm_config import SsmConfigSource
-    from smq_lambda.domain.lifecycle import StartRetryLimits
-    from smq_lambda.service.scheduler import Scheduler
-
-    settings = Settings.from_env()
-    dynamodb = client("dynamodb")
-    training = SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name)
-    config = SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm")))
-    costs = cost_wiring(settings, config, training, default_policy(), notifier(settings), _now)
-    return Scheduler(
-        store=DynamoJobStore(settings.table_name, dynamodb, ttl_days=settings.finished_ttl_days),
-        training=training,
-        config=config,
-        lease=DynamoPassLease(settings.table_name, dynamodb),
-        clock=_now,
-        usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
-        retry_limits=StartRetryLimits(
-            max_refusals=settings.max_start_refusals,
-            max_duration=timedelta(hours=settings.max_start_refusal_hours),
-        ),
-        stuck_after=timedelta(seconds=settings.stuck_after_seconds),
-        policy=default_policy(),
-        idle_watch=_idle_watch(settings),
-        team_usage=DynamoTeamUsageHistory(settings.table_name, dynamodb),
-        notifier=notifier(settings),
-        stack=settings.stack_name,
-        training_end_listeners=costs.listeners,
-        durations=DynamoDurationStore(settings.table_name, dynamodb),
-        cost_ledger=costs.ledger,
-        prices=costs.prices,
-        spot_interruptions=DynamoSpotInterruptionBook(settings.table_name, dynamodb),
-        warm_pools=DynamoWarmPools(settings.table_name, dynamodb),
-    )
-
-
-def notifier(settings: Settings) -> SnsNotifier | None:
-    """The notifications topic's publisher; None when no topic is configured."""
-    if not settings.policy_topic_arn:
-        return None
-    from smq_lambda.adapters.sns_notifier import SnsNotifier
-
-    return SnsNotifier(settings.policy_topic_arn, client("sns"))
-
-
-def _idle_watch(settings: Settings) -> IdleWatch | None:
-    """None without an idle topic: no idle alarms are put."""
-    if not settings.idle_topic_arn:
-        return None
-    from smq_lambda.adapters.cloudwatch_alarms import CloudWatchIdleAlarms
-    from smq_lambda.service.idle_watch import IdleWatch
-
-    prefix = idle_alarm_prefix(settings)
-    return IdleWatch(CloudWatchIdleAlarms(client("cloudwatch"), prefix), settings.idle_topic_arn, prefix)
-
-
-def idle_alarm_prefix(settings: Settings) -> AlarmPrefix:
-    """Required wherever idle alarms are put, listed or acted on: with no prefix there is no telling
-    this stack's alarms from another's, and a sweep under the bare `smq-idle-` would delete them."""
-    if settings.idle_alarm_prefix is None:
-        raise ConfigError("SMQ_IDLE_ALARM_PREFIX is not set: the idle alarms of this stack cannot be told apart")
-    return settings.idle_alarm_prefix
-
-
-class _DefaultPolicy:
-    """No policy parameter configured: the default policy (no required tag, no limit)."""
-
-    def load(self) -> Policy:
-        from smq_lambda.governance.policy import Policy
-
-        return Policy()
-
-
-@cache
-def default_policy() -> SsmPolicySource | _DefaultPolicy:
-    """The policy source both the scheduler and `outside_jobs` read: one cache, one report of an
-    invalid document per cold start."""
-    settings = Settings.from_env()
-    if not settings.policy_parameter:
-        return _DefaultPolicy()
-    from aws_lambda_powertools.utilities.parameters import SSMProvider
-
-    from smq_lambda.adapters.ssm_policy import SsmPolicySource
-
-    return SsmPolicySource(settings.policy_parameter, SSMProvider(boto3_client=client("ssm")), settings.stack_policy)
-
-
-@cache
-def default_outside_jobs() -> OutsideJobs:
-    """The governance of training jobs outside the queue, built once per cold start."""
-    from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-    from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-    from smq_lambda.service.outside_jobs import OutsideJobs
-
-    settings = Settings.from_env()
-    return OutsideJobs(
-        store=DynamoJobStore(settings.table_name, client("dynamodb"), ttl_days=settings.finished_ttl_days),
-        training=SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name),
-        policy=default_policy(),
-        notifier=notifier(settings),
-        clock=_now,
-        stack=settings.stack_name,
-    )
 
 
 # ---------------------------------------------------------------- the entry point
