@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from moto.dynamodb.models import DynamoDBBackend
+from smq_lambda.adapters.attribute_values import Item
 from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, FIGURE_CODES, DynamoCostLedger, day_key
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.adapters.item_codec import Item
 from smq_lambda.domain.cost_totals import MAX_TAG_GROUP_BYTES, MAX_TAG_GROUPS_PER_DAY, OTHER, CostFigures, tag_group
 from smq_lambda.domain.costs import AttemptCost
 from smq_lambda.domain.states import JobState

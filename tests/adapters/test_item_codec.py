@@ -10,15 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.adapters.item_codec import (
-    MAX_TEXT_CHARS,
-    archive_key,
-    archived,
-    format_time,
-    from_item,
-    pending_team_key,
-    to_item,
-)
+from smq_lambda.adapters.attribute_values import MAX_TEXT_CHARS, format_time
+from smq_lambda.adapters.item_codec import archive_key, archived, from_item, pending_team_key, to_item
 from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import (

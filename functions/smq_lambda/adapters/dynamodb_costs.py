@@ -48,6 +48,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smq_lambda.adapters.attribute_values import Item
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed
 from smq_lambda.adapters.dynamodb_table import (
     CONDITION_FAILED_REASON,
@@ -57,7 +58,6 @@ from smq_lambda.adapters.dynamodb_table import (
     get_item,
     transaction_busy,
 )
-from smq_lambda.adapters.item_codec import Item
 from smq_lambda.domain.cost_totals import (
     MAX_TAG_GROUPS_PER_DAY,
     OTHER,

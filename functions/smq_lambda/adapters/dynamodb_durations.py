@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from smq_lambda.adapters.attribute_values import Item
 from smq_lambda.adapters.dynamodb_errors import written
 from smq_lambda.adapters.dynamodb_table import batch_get, get_item
-from smq_lambda.adapters.item_codec import Item
 from smq_lambda.errors import VersionConflict
 from smq_lambda.forecast.durations import DurationHistory, DurationKey, DurationSummary
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
-from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.domain.spot_rates import Counted, SpotInterruptions
 from smq_lambda.errors import VersionConflict
 

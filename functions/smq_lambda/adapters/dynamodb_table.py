@@ -18,8 +18,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smq_lambda.adapters.attribute_values import Item
 from smq_lambda.adapters.dynamodb_errors import SERVICE, error_code, unavailable_as_typed
-from smq_lambda.adapters.item_codec import Item
 from smq_lambda.errors import ServiceUnavailable
 
 TRANSACTION_CANCELED = "TransactionCanceledException"

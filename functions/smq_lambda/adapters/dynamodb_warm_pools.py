@@ -32,6 +32,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import error_code, unavailable_as_typed, written
 from smq_lambda.adapters.dynamodb_table import (
     batch_get,
@@ -39,7 +40,6 @@ from smq_lambda.adapters.dynamodb_table import (
     get_item,
     transaction_busy,
 )
-from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.domain.warm_pools import REUSED, TERMINATED, WarmPool, WarmPoolTotals
 
 REGISTRY_KEY = "#warm-pools"

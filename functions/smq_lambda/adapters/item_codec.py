@@ -1,6 +1,8 @@
 """A Job as a DynamoDB item (low-level AttributeValue form) and back.
 
 One codec for the DynamoDB store and the in-memory fake, so both keep exactly the same attributes.
+Its lists of maps (attempts, placements, history) are in attempt_codec.py, the shared attribute
+values (times, bounded text, optional attributes) in attribute_values.py.
 
 Item layout (partition key `name`):
 
@@ -84,17 +86,29 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Attempt, Change, Job, order_key
+from smq_lambda.adapters.attempt_codec import (
+    attempt_from_map,
+    attempt_to_map,
+    change_from_map,
+    change_to_map,
+    placement_from_map,
+    placement_to_map,
+)
+from smq_lambda.adapters.attribute_values import (
+    Item,
+    bounded_text,
+    format_time,
+    optional_n,
+    optional_outcome,
+    optional_s,
+    optional_time,
+    parse_time,
+)
+from smq_lambda.domain.model import Job, order_key
 from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.purchase import Purchase
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 
-Item = dict[str, dict[str, Any]]
-
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-MAX_TEXT_CHARS = 1024
-"""The longest reason kept (SageMaker's own FailureReason limit); longer ones end in an ellipsis."""
 ARCHIVE_SEPARATOR = "#"
 _INDEX_ATTRIBUTES = ("order_key", "owner_state", "pending_pool", "pending_team")
 IMMUTABLE_ATTRIBUTES = frozenset({"name", "job_id", "submitted_at", "owner", "demand", "pool"})
@@ -124,18 +138,6 @@ OPTIONAL_ATTRIBUTES = (
     "attempt_end",
 )
 """Attributes an item has only when they have a value: a save removes the ones its job lacks."""
-
-
-def format_time(value: datetime) -> str:
-    """UTC, microseconds, `Z`: sorts as text in time order. Naive datetimes are taken as UTC."""
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.strftime(_TIME_FORMAT)
-
-
-def parse_time(text: str) -> datetime:
-    """The inverse of format_time (fromisoformat: several times faster than strptime)."""
-    return datetime.fromisoformat(text)
 
 
 def expires_at(job: Job, ttl_days: int) -> int | None:
@@ -168,7 +170,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
         "pool": {"S": next(iter(listed))},
         "owner": {"S": job.owner},
         "version": {"N": str(job.version)},
-        "attempts": {"L": [{"M": _attempt_to_map(attempt)} for attempt in job.attempts]},
+        "attempts": {"L": [{"M": attempt_to_map(attempt)} for attempt in job.attempts]},
         "start_failures": {"N": str(job.start_failures)},
         "request": {"S": json.dumps(job.request, separators=(",", ":"))},
         "order_key": {"S": job_order_key(job)},
@@ -179,7 +181,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     if job.earlier_outcomes:
         item["earlier_outcomes"] = {"M": {str(key): {"N": str(count)} for key, count in job.earlier_outcomes.items()}}
     if job.history:
-        item["history"] = {"L": [{"M": _change_to_map(change)} for change in job.history]}
+        item["history"] = {"L": [{"M": change_to_map(change)} for change in job.history]}
     if job.earlier_job_ids:
         item["earlier_job_ids"] = {"L": [{"S": job_id} for job_id in job.earlier_job_ids]}
     if job.updated_at is not None:
@@ -201,7 +203,7 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     if job.warm_key is not None:
         item["warm_key"] = {"S": job.warm_key}
     if job.placements:
-        item["placements"] = {"L": [{"M": _placement_to_map(placement)} for placement in job.placements]}
+        item["placements"] = {"L": [{"M": placement_to_map(placement)} for placement in job.placements]}
     if job.expected_duration_s is not None:
         item["expected_duration_s"] = {"N": str(job.expected_duration_s)}
     if job.max_runtime_s is not None:
@@ -232,7 +234,7 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
     scheduler reads the whole item by key before it writes).
     """
     state = JobState(item["state"]["S"])
-    attempts = tuple(_attempt_from_map(entry["M"]) for entry in item["attempts"]["L"])
+    attempts = tuple(attempt_from_map(entry["M"]) for entry in item["attempts"]["L"])
     placed = attempts[-1].placement if attempts and state is not JobState.PENDING else None
     return Job(
         name=item["name"]["S"].partition(ARCHIVE_SEPARATOR)[0],
@@ -244,26 +246,26 @@ def from_item(item: Mapping[str, Mapping[str, Any]]) -> Job:
         owner=item["owner"]["S"],
         version=int(item["version"]["N"]),
         attempts=attempts,
-        reason=_optional_s(item, "reason"),
-        not_before=_optional_time(item, "not_before"),
+        reason=optional_s(item, "reason"),
+        not_before=optional_time(item, "not_before"),
         start_failures=int(item["start_failures"]["N"]),
-        updated_at=_optional_time(item, "updated_at"),
+        updated_at=optional_time(item, "updated_at"),
         request=json.loads(item["request"]["S"]) if "request" in item else {},
         earlier_attempts=int(item.get("earlier_attempts", {"N": "0"})["N"]),
         earlier_outcomes={
             AttemptOutcome(key): int(value["N"]) for key, value in item.get("earlier_outcomes", {"M": {}})["M"].items()
         },
-        history=tuple(_change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),
+        history=tuple(change_from_map(entry["M"]) for entry in item.get("history", {"L": []})["L"]),
         earlier_job_ids=tuple(entry["S"] for entry in item.get("earlier_job_ids", {"L": []})["L"]),
-        stop_outcome=_optional_outcome(item, "stop_outcome"),
-        team=_optional_s(item, "team"),
-        family=_optional_s(item, "family"),
+        stop_outcome=optional_outcome(item, "stop_outcome"),
+        team=optional_s(item, "team"),
+        family=optional_s(item, "family"),
         budget_override=item.get("budget_override", {}).get("BOOL", False),
-        purchase=Purchase(_optional_s(item, "purchase") or Purchase.ON_DEMAND),
-        warm_key=_optional_s(item, "warm_key"),
-        placements=tuple(_placement_from_map(entry["M"]) for entry in item.get("placements", {"L": []})["L"]),
-        expected_duration_s=_optional_n(item, "expected_duration_s"),
-        max_runtime_s=_optional_n(item, "max_runtime_s"),
+        purchase=Purchase(optional_s(item, "purchase") or Purchase.ON_DEMAND),
+        warm_key=optional_s(item, "warm_key"),
+        placements=tuple(placement_from_map(entry["M"]) for entry in item.get("placements", {"L": []})["L"]),
+        expected_duration_s=optional_n(item, "expected_duration_s"),
+        max_runtime_s=optional_n(item, "max_runtime_s"),
     )
 
 
@@ -293,108 +295,8 @@ def archived(item: Mapping[str, Mapping[str, Any]]) -> Item:
     return copy
 
 
-def bounded_text(text: str) -> str:
-    """`text` cut to MAX_TEXT_CHARS: a refusal that echoes a whole request must not fill the item."""
-    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
-
-
-def _attempt_to_map(attempt: Attempt) -> Item:
-    entry: Item = {
-        "number": {"N": str(attempt.number)},
-        "training_job_name": {"S": attempt.training_job_name},
-        "started_at": {"S": format_time(attempt.started_at)},
-        "backfill": {"BOOL": attempt.backfill},
-    }
-    if attempt.ended_at is not None:
-        entry["ended_at"] = {"S": format_time(attempt.ended_at)}
-    if attempt.outcome is not None:
-        entry["outcome"] = {"S": str(attempt.outcome)}
-    if attempt.reason is not None:
-        entry["reason"] = {"S": bounded_text(attempt.reason)}
-    if attempt.warned_at is not None:
-        entry["warned_at"] = {"S": format_time(attempt.warned_at)}
-    if attempt.placement is not None:
-        entry["placement"] = {"M": _placement_to_map(attempt.placement)}
-    if attempt.keep_alive_s is not None:
-        entry["keep_alive_s"] = {"N": str(attempt.keep_alive_s)}
-    return entry
-
-
-def _attempt_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Attempt:
-    return Attempt(
-        number=int(entry["number"]["N"]),
-        training_job_name=entry["training_job_name"]["S"],
-        started_at=parse_time(entry["started_at"]["S"]),
-        ended_at=_optional_time(entry, "ended_at"),
-        outcome=_optional_outcome(entry, "outcome"),
-        reason=_optional_s(entry, "reason"),
-        backfill=bool(entry["backfill"]["BOOL"]),
-        warned_at=_optional_time(entry, "warned_at"),
-        placement=_placement_from_map(entry["placement"]["M"]) if "placement" in entry else None,
-        keep_alive_s=_optional_n(entry, "keep_alive_s"),
-    )
-
-
-def _placement_to_map(placement: Placement) -> Item:
-    entry: Item = {"instance_type": {"S": placement.instance_type}, "count": {"N": str(placement.count)}}
-    if placement.pool:
-        entry["pool"] = {"S": placement.pool}
-    if placement.training_plan_arns:
-        entry["plans"] = {"L": [{"S": arn} for arn in placement.training_plan_arns]}
-    if placement.spot:
-        entry["spot"] = {"BOOL": True}
-    if placement.training_plan_arn is not None:
-        entry["plan"] = {"S": placement.training_plan_arn}
-    if placement.warm_key is not None:
-        entry["warm_key"] = {"S": placement.warm_key}
-    if placement.warm_pool is not None:
-        entry["warm_pool"] = {"S": placement.warm_pool}
-    return entry
-
-
-def _placement_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Placement:
-    return Placement(
-        instance_type=entry["instance_type"]["S"],
-        count=int(entry["count"]["N"]),
-        pool=_optional_s(entry, "pool") or "",
-        training_plan_arns=tuple(arn["S"] for arn in entry.get("plans", {"L": []})["L"]),
-        spot=entry.get("spot", {}).get("BOOL", False),
-        training_plan_arn=_optional_s(entry, "plan"),
-        warm_key=_optional_s(entry, "warm_key"),
-        warm_pool=_optional_s(entry, "warm_pool"),
-    )
-
-
-def _change_to_map(change: Change) -> Item:
-    return {"at": {"S": format_time(change.at)}, "by": {"S": change.by}, "what": {"S": bounded_text(change.what)}}
-
-
-def _change_from_map(entry: Mapping[str, Mapping[str, Any]]) -> Change:
-    return Change(at=parse_time(entry["at"]["S"]), by=entry["by"]["S"], what=entry["what"]["S"])
-
-
 def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """DynamoDB maps keep no order, but `Job.pool` is the first key: put the `pool` attribute first."""
     counts = {pool: int(value["N"]) for pool, value in item["demand"]["M"].items()}
     first = item["pool"]["S"]
     return {first: counts[first], **{pool: count for pool, count in sorted(counts.items()) if pool != first}}
-
-
-def _optional_s(item: Mapping[str, Mapping[str, Any]], key: str) -> str | None:
-    value = item.get(key)
-    return None if value is None else value["S"]
-
-
-def _optional_n(item: Mapping[str, Mapping[str, Any]], key: str) -> int | None:
-    value = item.get(key)
-    return None if value is None else int(value["N"])
-
-
-def _optional_outcome(item: Mapping[str, Mapping[str, Any]], key: str) -> AttemptOutcome | None:
-    text = _optional_s(item, key)
-    return None if text is None else AttemptOutcome(text)
-
-
-def _optional_time(item: Mapping[str, Mapping[str, Any]], key: str) -> datetime | None:
-    text = _optional_s(item, key)
-    return None if text is None else parse_time(text)

@@ -26,8 +26,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
-from smq_lambda.adapters.item_codec import format_time, parse_time
 from smq_lambda.domain.costs import Prices
 from smq_lambda.domain.default_prices import default_prices
 from smq_lambda.domain.prices_in_force import PricesInForce, RefreshedPrices, prices_in_force
