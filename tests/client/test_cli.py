@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from smq.cli import main as cli
+from smq.cli.queue_commands import cmd_watch
 from smq.formatting import describe_text, pools_table, short_owner, status_table
 from smq.local.api_front import ApiFront
 
@@ -416,7 +417,7 @@ def test_watch_stops_cleanly_on_ctrl_c(busy: QueueWorld, capsys: pytest.CaptureF
 
     args = cli.build_parser().parse_args(["--api-url", busy.url, "watch"])
 
-    assert cli.cmd_watch(args, sleep=interrupted) == 0
+    assert cmd_watch(args, sleep=interrupted) == 0
     assert capsys.readouterr().out.count("Every 2s: smq status") == 1
 
 
