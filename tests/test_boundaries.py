@@ -179,6 +179,37 @@ def test_the_passs_questions_never_reach_the_phases_that_act_on_the_answers(ques
     assert reachable(sources_import_graph(), question) & set(PASS_PHASES) == set()
 
 
+FEATURES = (
+    "smq_lambda.scheduling.plan_stops",
+    "smq_lambda.scheduling.aging",
+    "smq_lambda.scheduling.purchase_options",
+    "smq_lambda.scheduling.budget_hold",
+    "smq_lambda.scheduling.warm_pools",
+)
+"""The modules of the features plugged into the pass (scheduling/features.py, `decide.FEATURES`)."""
+ABOVE_THE_FEATURES = ("smq_lambda.scheduling.decide", "smq_lambda.scheduling.invariants")
+"""The registry, which plugs the features in, and the invariant checker, which checks what each
+promises (a budget kept, a spot job's placements as offered)."""
+
+
+@pytest.mark.parametrize("feature", FEATURES)
+def test_features_never_import_each_other(feature: str) -> None:
+    assert sources_import_graph()[feature] & set(FEATURES) == set()
+
+
+def test_the_core_of_the_pass_never_imports_a_feature() -> None:
+    """Only the registry names the features: the ledger, the gates, the verdicts and the phases
+    reach none of them, so a feature is one module and one line in the registry."""
+    graph = sources_import_graph()
+    core = {
+        name
+        for name in graph
+        if within(name, "smq_lambda.scheduling") and name not in FEATURES and name not in ABOVE_THE_FEATURES
+    }
+    reaching = {name: sorted(reachable(graph, name) & set(FEATURES)) for name in sorted(core)}
+    assert {name: features for name, features in reaching.items() if features} == {}
+
+
 def test_only_the_command_line_imports_it() -> None:
     outside = {name: targets for name, targets in imports_from("smq", "smq.cli").items() if not within(name, "smq.cli")}
     assert outside == {}

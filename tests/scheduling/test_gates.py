@@ -14,11 +14,9 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Quota, Sharing, Teams
 from smq_lambda.scheduling import gates
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
-from smq_lambda.scheduling.capacity import Ledger
-from smq_lambda.scheduling.decide import decide_pass
-from smq_lambda.scheduling.gates import HoldKind
+from smq_lambda.scheduling.decide import decide_pass, open_pass
+from smq_lambda.scheduling.holds import HoldKind
 from smq_lambda.scheduling.pass_state import PassState
-from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 from tests.scheduling.builders import G5, NOW, P5, pools, queue
@@ -31,8 +29,9 @@ BUDGETED = SchedulerConfig(pools={P5: 8}, budgets={"a": Budget(monthly_usd=50, a
 
 
 def state_for(snapshot: Snapshot, config: SchedulerConfig) -> PassState:
-    config = in_force(config, NOW)
-    return PassState(snapshot, NOW, config, Ledger.measure(snapshot, config), {})
+    """The state a pass at NOW walks from, its features plugged in."""
+    state, _, _ = open_pass(snapshot, NOW, config)
+    return state
 
 
 def priced(snapshot: Snapshot) -> Snapshot:

@@ -19,13 +19,13 @@ what was decided) unless the borrowers may change what it can have:
 
 Without quotas no other team lends, so every job is decided in the walk, in queue order.
 
-A flexible job is first placed (the placement phase, `placement`): the walk decides it at the placement chosen,
-or the placement phase decides it waits in every pool it prefers.
+A flexible job is first placed (the placement phase, `placement`): the walk decides it at the
+placement chosen, or the placement phase decides it waits in every pool it prefers.
 
-Warm pools (`warm_pools`): a job that matches one starts on it when that makes it fit, before the
-rule above; a head within its quota that lacks instances ends warm pools it does not match before
-anything is preempted for it (a head beyond its quota ends none: it may not be able to use them,
-and the warm pool may be another team's next start).
+Warm pools (`warm_supply`; the rules are in `warm_pools`): a job that matches one starts on it when
+that makes it fit, before the rule above; a head within its quota that lacks instances ends warm
+pools it does not match before anything is preempted for it (a head beyond its quota ends none: it
+may not be able to use them, and the warm pool may be another team's next start).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from smq_lambda.domain.model import Job
-from smq_lambda.scheduling import backfill, borrowing, gates, nomination, placement, warm_pools
+from smq_lambda.scheduling import backfill, borrowing, gates, nomination, placement, warm_supply
 from smq_lambda.scheduling.pass_state import PassState
 
 
@@ -55,7 +55,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
         if gates.set_aside(state, waiting):
             continue
         job = placement.place(state, waiting)
-        if job is None or warm_pools.reuse(state, job):
+        if job is None or warm_supply.reuse(state, job):
             continue
         team = state.ledger.team(job)
         lent_to = state.ledger.lent_to(team, job.demand)
@@ -68,7 +68,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
             continue
         state.wait(job)
         if not state.ledger.beyond_quota(team, job.demand):
-            warm_pools.release_for(state, job)
+            warm_supply.release_for(state, job)
             nomination.admit_or_make_room(state, job)
         elif lent_to:
             later[Later.BORROW].append(job)

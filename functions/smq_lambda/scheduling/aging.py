@@ -17,6 +17,7 @@ from datetime import datetime
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.teams import Aging
+from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.reasons import timestamp
 
 
@@ -62,3 +63,14 @@ def aged(jobs: list[Job], now: datetime, aging: Aging) -> tuple[list[Job], dict[
             boosts[job.name] = earned
             result.append(replace(job, priority=job.priority + earned.points))
     return result, boosts
+
+
+class AgingFeature(Feature):
+    """Aging in the pass: the pending jobs in queue order by their aged priority, each boosted job's
+    reasons ending with its boost."""
+
+    def prepare(self, inputs: PassInputs) -> PassInputs:
+        pending, boosts = aged(inputs.pending, inputs.now, inputs.config.aging)
+        pending.sort(key=lambda job: job.order)
+        suffixes = {name: earned.describe() for name, earned in boosts.items()}
+        return replace(inputs, pending=pending, suffixes={**inputs.suffixes, **suffixes})

@@ -15,8 +15,9 @@ the unassigned group is alone, and its quota is the whole pool).
   team), else enough to get back within its quota, reclaiming from borrowers whatever its quota
   still lacks. Without room even then it is stuck (`nomination`). Counting the stops in flight,
   a job waiting for them keeps its room rather than stop its backfilled jobs again.
-* **Budget.** The walk started later jobs of its team since it reached this one: when its team's
-  hold budget no longer covers it, it is held here (`budget_hold`), and borrows and stops nothing.
+* **Features' gates.** The walk started later jobs of its team since it reached this one: when a
+  feature's gate holds it now (its team's hold budget no longer covers it: `budget_hold`), it is
+  held here, and borrows and stops nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def by_fair_share(state: PassState, borrowers: Sequence[Job]) -> list[Job]:
 
 def borrow(state: PassState, job: Job) -> None:
     """Decide a team's first job beyond its quota."""
-    if state.held_by_budget(job):
+    if state.regated(job):
         return
     team = state.ledger.team(job)
     beyond = state.ledger.beyond_quota(team, job.demand)

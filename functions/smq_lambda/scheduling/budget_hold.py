@@ -43,6 +43,9 @@ from smq_lambda.domain.costs import CostEstimate, Prices, accrued_cost, estimate
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.states import JobState
+from smq_lambda.scheduling.features import Feature, PassInputs
+from smq_lambda.scheduling.holds import Held, HoldKind
+from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.snapshot import Snapshot
 
 ENDING_STATES = frozenset({JobState.PREEMPTING, JobState.STOPPING})
@@ -170,3 +173,25 @@ def _live_cost(job: Job, now: datetime, prices: Prices) -> float | None:
 
 def _usd(value: float) -> str:
     return f"${value:,.2f}"
+
+
+class BudgetHoldFeature(Feature):
+    """The hold budgets in the pass: its own book of what each team has spent and committed, a gate
+    that holds a job its team's budget does not cover at a placement, and each start committed."""
+
+    def __init__(self) -> None:
+        self.book: BudgetBook | None = None
+
+    def prepare(self, inputs: PassInputs) -> PassInputs:
+        self.book = BudgetBook.of(inputs.snapshot, inputs.now, inputs.config.budgets)
+        return inputs
+
+    def gate(self, state: PassState, job: Job, placement: Placement | None) -> Held | None:
+        if self.book is None or not self.book.may_hold(job):
+            return None
+        held = self.book.hold(job, placement)
+        return None if held is None else Held(HoldKind.BUDGET, held.reason(), brief=held.short_reason())
+
+    def admitted(self, state: PassState, job: Job, placement: Placement | None) -> None:
+        if self.book is not None:
+            self.book.commit(job, placement)

@@ -4,7 +4,8 @@ A pass is a short list of named phases, each a module with its rule in its docst
 phase decides a job, the pass asks two questions that decide nothing: may it run at all (`gates`:
 a held job is explained and blocks nothing), and what could be done for it now, at one placement
 (`verdicts.assess`: behind a head, fits on a warm pool, fits, borrows, room can be made, no fit).
-The phases, in order:
+The features (training plans, aging, purchase options, hold budgets, warm pools) plug in at named
+moments (`features`, registered in FEATURES); the core below never names one. The phases, in order:
 
 * **measure** the snapshot: one ledger of instances per pool and per team (`capacity.Ledger`),
   under the configuration in force at `now` (`plan_windows`: a training plan's pool holds its
@@ -65,16 +66,27 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling.actions import Action, ReleaseWarmPool
 from smq_lambda.scheduling.admission import Later, admit_within_quota
-from smq_lambda.scheduling.aging import Boost, aged
+from smq_lambda.scheduling.aging import AgingFeature
 from smq_lambda.scheduling.backfill import backfill
 from smq_lambda.scheduling.borrowing import borrow, by_fair_share
+from smq_lambda.scheduling.budget_hold import BudgetHoldFeature
 from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.pass_state import PassState
-from smq_lambda.scheduling.plan_stops import stop_at_window_end
-from smq_lambda.scheduling.plan_windows import in_force
-from smq_lambda.scheduling.purchase_options import offered
+from smq_lambda.scheduling.plan_stops import PlanWindowsFeature
+from smq_lambda.scheduling.purchase_options import PurchaseOptionsFeature
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.scheduling.warm_pools import mark_warm_starts, release_unmatched
+from smq_lambda.scheduling.warm_pools import WarmPoolsFeature
+
+FEATURES: tuple[type[Feature], ...] = (
+    PlanWindowsFeature,
+    AgingFeature,
+    PurchaseOptionsFeature,
+    BudgetHoldFeature,
+    WarmPoolsFeature,
+)
+"""The features plugged into every pass (scheduling/features.py), in the order their hooks run: the
+plan windows set the configuration in force before aging and the purchase options read it."""
 
 
 @dataclass(frozen=True)
@@ -103,32 +115,39 @@ def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, meas
     measured it already to size its windows (pending jobs hold nothing, so the ledger of the live
     jobs is the snapshot's, measured under the configuration in force at `now`); the pass takes it
     over and updates it as it decides."""
-    config = in_force(config, now)
-    ledger = measured if measured is not None else Ledger.measure(snapshot, config)
-    pending, boosts = order_heads(snapshot, now, config)
-    pending, notes = offered(pending, now, config.spot, snapshot.spot_rates)
-    state = PassState(snapshot, now, config, ledger, boosts, notes)
-    stop_at_window_end(state)
-    later = admit_within_quota(state, pending)
+    state, inputs, features = open_pass(snapshot, now, config, measured)
+    later = admit_within_quota(state, inputs.pending)
     for job in by_fair_share(state, later[Later.BORROW]):
         borrow(state, job)
     for job in later[Later.BACKFILL]:
         backfill(state, job)
-    release_unmatched(state, pending)
+    actions = state.actions
+    for feature in features:
+        actions = feature.finish(state, inputs.pending, actions)
     return Decision(
-        mark_warm_starts(state.actions, pending, state.warm, config.warm_pools),
+        actions,
         {pool: job.name for pool, job in state.heads.items()},
         frozenset(state.explained),
-        frozenset(state.budget_held),
+        state.budget_held,
         tuple(state.warm.releases),
     )
 
 
-def order_heads(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> tuple[list[Job], dict[str, Boost]]:
-    """The pending jobs in queue order, each with its aging added to its priority, and the boosts."""
-    pending, boosts = aged(order_pending(snapshot), now, config.aging)
-    pending.sort(key=lambda job: job.order)
-    return pending, boosts
+def open_pass(
+    snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Ledger | None = None
+) -> tuple[PassState, PassInputs, list[Feature]]:
+    """The state a pass walks from, what it walks, and its features: each of FEATURES made for this
+    pass and asked to prepare the inputs, the ledger measured under the configuration in force, then
+    each feature opened on the state."""
+    features = [feature() for feature in FEATURES]
+    inputs = PassInputs(snapshot, now, config, order_pending(snapshot))
+    for feature in features:
+        inputs = feature.prepare(inputs)
+    ledger = measured if measured is not None else Ledger.measure(snapshot, inputs.config)
+    state = PassState(snapshot, now, inputs.config, ledger, inputs.suffixes, inputs.notes, features)
+    for feature in features:
+        feature.open(state)
+    return state, inputs, features
 
 
 def order_pending(snapshot: Snapshot) -> list[Job]:

@@ -11,41 +11,25 @@ The gates, in the order they are asked (the first that holds the job names it):
 2. **backoff** (`HoldKind.BACKOFF`): a start was refused, and the job may try again later;
 3. **beyond reach** (`HoldKind.BEYOND_REACH`): it needs more than its team may ever hold there
    (`Teams.reach`: its quota and what it may borrow);
-4. **budget** (`HoldKind.BUDGET`): its team's hold budget does not cover it (`budget_hold`).
+4. **the features' gates** (scheduling/features.py): a hold budget that does not cover it
+   (`HoldKind.BUDGET`, `budget_hold`).
 
 A flexible job is too large, or in backoff, only as a whole (`skips.skip_rule`); gates 1, 3 and 4
 are asked of each of its placements by the placement phase (`placement_gate`), which holds it when
-none passes.
+none passes. The kinds and what a hold says are in holds.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
 from smq_lambda.scheduling import plan_windows, quota_reasons, reasons
+from smq_lambda.scheduling.holds import Held, HoldKind
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
-
-
-class HoldKind(StrEnum):
-    TOO_LARGE = "too_large"
-    PLAN_WINDOW_CLOSED = "plan_window_closed"
-    BACKOFF = "backoff"
-    BEYOND_REACH = "beyond_reach"
-    BUDGET = "budget"
-
-
-@dataclass(frozen=True)
-class Held:
-    """A gate holds the job: which one, and the reason it is told."""
-
-    kind: HoldKind
-    reason: str
 
 
 def set_aside(state: PassState, job: Job) -> bool:
@@ -58,15 +42,12 @@ def set_aside(state: PassState, job: Job) -> bool:
 
 
 def hold(state: PassState, job: Job, held: Held) -> None:
-    """Explain `job` by `held`; one its budget holds is also counted as budget-held."""
-    if held.kind is HoldKind.BUDGET:
-        state.hold_for_budget(job, held.reason)
-    else:
-        state.explain(job, held.reason)
+    """Explain `job` by `held` and set it aside: it heads no pool."""
+    state.hold(job, held)
 
 
 def gate(state: PassState, job: Job) -> Held | None:
-    """The first gate that holds `job`, or None. Gates 3 and 4 only for a pinned job."""
+    """The first gate that holds `job`, or None. Gate 3 and the features' only for a pinned job."""
     match skip_rule(job, state.now, state.ledger.capacity):
         case TooLarge(pool):
             need = next((p.count for p in job.placements if p.pool_name == pool), None) or job.demand[pool]
@@ -75,7 +56,7 @@ def gate(state: PassState, job: Job) -> Held | None:
             return Held(HoldKind.BACKOFF, reasons.backoff(until, _refusal(job)))
     if job.placements:
         return None
-    return beyond_reach(state, job, job.demand) or budget(state, job, job.own_placement)
+    return beyond_reach(state, job, job.demand) or state.feature_gate(job, job.own_placement)
 
 
 def placement_gate(state: PassState, job: Job, placement: Placement) -> Held | None:
@@ -83,7 +64,7 @@ def placement_gate(state: PassState, job: Job, placement: Placement) -> Held | N
     capacity = state.ledger.capacity(placement.pool_name)
     if capacity is not None and placement.count > capacity:
         return too_large(state, placement.pool_name, placement.count)
-    return beyond_reach(state, job, placement.demand) or budget(state, job, placement)
+    return beyond_reach(state, job, placement.demand) or state.feature_gate(job, placement)
 
 
 def too_large(state: PassState, pool: str, need: int) -> Held:
@@ -104,12 +85,6 @@ def beyond_reach(state: PassState, job: Job, demand: Mapping[str, int]) -> Held 
         if reach is not None and need > reach:
             return Held(HoldKind.BEYOND_REACH, quota_reasons.beyond_reach(team, pool, need, reach))
     return None
-
-
-def budget(state: PassState, job: Job, placement: Placement | None) -> Held | None:
-    """`job`'s team's hold budget does not cover it at `placement` (None: instance groups)."""
-    reason = state.budget_reason(job, placement)
-    return None if reason is None else Held(HoldKind.BUDGET, reason)
 
 
 def _refusal(job: Job) -> str | None:

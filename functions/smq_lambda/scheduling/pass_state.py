@@ -6,19 +6,27 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.placement import Placement
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
-from smq_lambda.scheduling.aging import Boost
-from smq_lambda.scheduling.budget_hold import BudgetBook
 from smq_lambda.scheduling.capacity import Ledger
+from smq_lambda.scheduling.holds import Held, HoldKind
 from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
 from smq_lambda.scheduling.reasons import PoolView
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
+
+
+class PassHooks(Protocol):
+    """What the state asks of the features plugged into the pass (scheduling/features.py)."""
+
+    def gate(self, state: PassState, job: Job, placement: Placement | None) -> Held | None: ...
+
+    def admitted(self, state: PassState, job: Job, placement: Placement | None) -> None: ...
 
 
 class PassState:
@@ -30,15 +38,19 @@ class PassState:
         now: datetime,
         config: SchedulerConfig,
         ledger: Ledger,
-        boosts: Mapping[str, Boost],
+        suffixes: Mapping[str, str] | None = None,
         notes: Mapping[str, str] | None = None,
+        features: Sequence[PassHooks] = (),
     ) -> None:
-        """`notes`: per job, what its wait reason adds (when a spot job may go on demand)."""
+        """`suffixes`: per job, what every reason written for it ends with (its aging). `notes`: per
+        job, what its wait reason adds (when a spot job may go on demand). `features`: the features
+        plugged into this pass, whose gates and admissions the state asks and tells."""
         self.now = now
         self.config = config
         self.ledger = ledger
-        self.boosts = boosts
+        self.suffixes = suffixes or {}
         self.notes = notes or {}
+        self.features = features
         self.team_usage = snapshot.team_usage
         self.actions: list[Action] = []
         self.heads: dict[str, Job] = {}
@@ -50,39 +62,39 @@ class PassState:
         start there only by backfill."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
-        self.budgets = BudgetBook.of(snapshot, now, config.budgets)
         self.explained: set[str] = set()
         """Jobs whose reason this pass wrote, or found current: the read side shows it as it is."""
-        self.budget_held: set[str] = set()
-        """Jobs their team's hold budget sets aside in this pass (`budget_hold`)."""
+        self.held: dict[str, HoldKind] = {}
+        """Jobs a gate set aside in this pass, by its kind (scheduling/gates.py)."""
         self.placed: dict[str, tuple[int, Placement]] = {}
         """Per flexible job decided in this pass, the placement the placement phase chose for it
         (numbered from 1 in the job's order): where it starts, if it does."""
         self.warm = WarmBook(held_warm_pools(snapshot))
         """The warm pools held, reused and ended in this pass (`warm_pools`)."""
 
-    def held_by_budget(self, job: Job) -> bool:
-        """Its team's hold budget no longer covers `job` when a later phase decides it (starts of its
-        team since the walk reached it count; the gates checked it then: scheduling/gates.py):
-        explained, it blocks nothing and nothing is stopped for it."""
-        reason = self.budget_reason(job, self.chosen(job))
-        if reason is not None:
-            self.hold_for_budget(job, reason)
-        return reason is not None
+    def feature_gate(self, job: Job, placement: Placement | None) -> Held | None:
+        """The first feature gate that holds `job` at `placement` now, or None."""
+        return next((held for feature in self.features if (held := feature.gate(self, job, placement))), None)
 
-    def budget_reason(self, job: Job, placement: Placement | None) -> str | None:
-        """Why `job`'s team's hold budget does not cover it at `placement` at this point of the pass
-        (`budget_hold`); None when it does, or no hold budget applies to it."""
-        if not self.budgets.may_hold(job):
-            return None
-        held = self.budgets.hold(job, placement)
-        return None if held is None else held.reason()
+    def regated(self, job: Job) -> bool:
+        """A feature gate holds `job`, at the placement the pass chose for it, when a later phase
+        decides it (the walk asked the gates already; starts since then count, against a budget
+        say): it is held, explained, blocks nothing and nothing is stopped for it."""
+        held = self.feature_gate(job, self.chosen(job))
+        if held is not None:
+            self.hold(job, held)
+        return held is not None
 
-    def hold_for_budget(self, job: Job, reason: str) -> None:
-        """Set `job` aside for its team's hold budget: explained, it heads no pool."""
-        self.budget_held.add(job.name)
-        self.explain(job, reason)
+    def hold(self, job: Job, held: Held) -> None:
+        """Set `job` aside by a gate: explained, it heads no pool."""
+        self.held[job.name] = held.kind
+        self.explain(job, held.reason)
         self._unhead(job)
+
+    @property
+    def budget_held(self) -> frozenset[str]:
+        """The jobs a hold budget set aside (`Decision.budget_held`)."""
+        return frozenset(name for name, kind in self.held.items() if kind is HoldKind.BUDGET)
 
     def chosen(self, job: Job) -> Placement | None:
         """The placement the pass chose for a flexible `job`, else its own (None: instance groups)."""
@@ -91,9 +103,9 @@ class PassState:
 
     def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
         """Start `job`: it takes its instances and holds back nothing. With quotas a later phase may
-        admit a job after others of its team started in this pass: when its team's hold budget no
-        longer covers it then, it is held instead (and holds back nothing either)."""
-        if self.held_by_budget(job):
+        admit a job after others of its team started in this pass: when a feature gate holds it then
+        (its team's hold budget no longer covers it), it is held instead (and holds back nothing)."""
+        if self.regated(job):
             return
         team = self.ledger.team(job)
         chosen = self.chosen(job)
@@ -103,7 +115,8 @@ class PassState:
         self.actions.append(
             StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill, placement=chosen)
         )
-        self.budgets.commit(job, chosen)
+        for feature in self.features:
+            feature.admitted(self, job, chosen)
         self.ledger.take(job.demand, team)
         self._unhead(job)
 
@@ -151,8 +164,8 @@ class PassState:
         """The reason with what a pass adds to any: the job's aging, and a team tag that names no
         configured team (the job runs as unassigned)."""
         reason = quota_reasons.noting_team(reason, job.team, self.config.teams)
-        boost = self.boosts.get(job.name)
-        return reason if boost is None else f"{reason}; {boost.describe()}"
+        suffix = self.suffixes.get(job.name)
+        return reason if suffix is None else f"{reason}; {suffix}"
 
     def priority_candidates(self, head: Job, among: Callable[[Job], bool] = lambda _: True) -> tuple[list[Job], int]:
         """Live jobs `among` those allowed that may be stopped for `head` by the priority rule, and

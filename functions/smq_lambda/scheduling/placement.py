@@ -34,6 +34,7 @@ from dataclasses import replace
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
 from smq_lambda.scheduling import gates, plan_windows, reasons, verdicts
+from smq_lambda.scheduling.holds import CORE_KINDS, Held
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
@@ -77,19 +78,20 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
     """The placements no gate holds (`gates.placement_gate`: no larger than their pool nor than its
     team may ever hold there, and that its team's hold budget covers), numbered from 1 in the job's
     order, each with the job at it. When there is none, the job is held by its first placement's
-    gate (the budget's when the budget alone rules them out), and blocks nothing."""
+    gate (a feature's, its hold budget's, when the features' gates alone rule them out), and
+    blocks nothing."""
     usable: list[tuple[int, Placement, Job]] = []
-    first: gates.Held | None = None
-    by_budget: gates.Held | None = None
+    first: Held | None = None
+    by_feature: Held | None = None
     for index, placement in enumerate(job.placements, start=1):
         held = gates.placement_gate(state, job, placement)
         if held is None:
             usable.append((index, placement, replace(job, demand=placement.demand, warm_key=placement.warm_key)))
-        elif held.kind is gates.HoldKind.BUDGET:
-            by_budget = by_budget or held
+        elif held.kind not in CORE_KINDS:
+            by_feature = by_feature or held
         else:
             first = first or held
-    if not usable and (held := by_budget or first) is not None:
+    if not usable and (held := by_feature or first) is not None:
         gates.hold(state, job, held)
     return usable
 
@@ -117,8 +119,8 @@ def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> st
         if plan_windows.plan_of(state.config, placement.pool_name) is not None:
             return f"{index}. {placement.describe()}: {plan_windows.never_fits(state.config, state.now, view, configured=True)}"
         return reasons.placement_never_fits(index, placement.describe(), view)
-    if (held := state.budgets.hold(job, placement)) is not None:
-        return f"{index}. {placement.describe()}: {held.short_reason()}"
+    if (held := state.feature_gate(job, placement)) is not None:
+        return f"{index}. {placement.describe()}: {held.brief or held.reason}"
     if blocked := state.blocked(at):
         head = state.team_heads[state.ledger.team(job)][blocked[0]]
         if head.name != job.name:

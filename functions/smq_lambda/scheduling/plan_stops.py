@@ -13,10 +13,13 @@ history keeps the reason.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from smq_lambda.domain.outcomes import AttemptOutcome
 from smq_lambda.domain.states import JobState
 from smq_lambda.scheduling import plan_windows
 from smq_lambda.scheduling.actions import PreemptJob
+from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.pass_state import PassState
 
 STOPPABLE = (JobState.STARTING, JobState.RUNNING)
@@ -47,3 +50,14 @@ def stop_at_window_end(state: PassState) -> None:
         del state.live[job.name]
         stopped.append(job)
     state.ledger.release(stopped)
+
+
+class PlanWindowsFeature(Feature):
+    """Training plans in the pass: the configuration in force at its moment (a plan's pool holds
+    its instances only inside a window), and the stops of the jobs whose window ends."""
+
+    def prepare(self, inputs: PassInputs) -> PassInputs:
+        return replace(inputs, config=plan_windows.in_force(inputs.config, inputs.now))
+
+    def open(self, state: PassState) -> None:
+        stop_at_window_end(state)

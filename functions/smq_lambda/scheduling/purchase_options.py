@@ -33,6 +33,7 @@ from smq_lambda.domain.model import Job
 from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, spot_pool
 from smq_lambda.domain.spot_document import SpotSection
+from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.reasons import timestamp
 
 K = TypeVar("K", str, tuple[str, str])
@@ -137,3 +138,12 @@ def _beyond_spot_pool(placement: Placement, spot: SpotSection) -> bool:
 def _interrupted_often(instance_type: str, spot: SpotSection, rates: Mapping[str, float]) -> bool:
     adaptive = spot.adaptive
     return adaptive is not None and rates.get(instance_type, 0.0) > adaptive.max_interruptions_per_hour
+
+
+class PurchaseOptionsFeature(Feature):
+    """Purchase options in the pass: each spot job's options are its placements, its wait reason
+    noting when it may go on demand."""
+
+    def prepare(self, inputs: PassInputs) -> PassInputs:
+        pending, notes = offered(inputs.pending, inputs.now, inputs.config.spot, inputs.snapshot.spot_rates)
+        return replace(inputs, pending=pending, notes={**inputs.notes, **notes})

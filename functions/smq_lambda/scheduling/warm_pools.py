@@ -29,6 +29,9 @@ They count against no team's quota. Three rules:
    elsewhere since, or were cancelled. `make bench-warm-pools` measured it: idle warm hours 0.196 of
    reused hours without it on one seed.) A matching job submitted after the release starts cold.
 
+Rules 1 and 2 act during the walk, on warm pools as capacity (warm_supply.py, in the core: the
+verdicts know a warm pool a job matches); rules 3 and 4 after it (`WarmPoolsFeature`).
+
 A pass without warm pools or warm keys decides exactly as before warm pools existed.
 """
 
@@ -40,48 +43,10 @@ from dataclasses import replace
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
 from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S
-from smq_lambda.scheduling import verdicts
 from smq_lambda.scheduling.actions import Action, ReleaseWarmPool, StartJob
+from smq_lambda.scheduling.features import Feature
 from smq_lambda.scheduling.pass_state import PassState
-from smq_lambda.scheduling.reasons import timestamp
 from smq_lambda.scheduling.warm_book import WarmBook
-
-
-def reuse(state: PassState, job: Job) -> bool:
-    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota
-    (`verdicts.FitOnWarm`); True when that decided it (it started, or its team's hold budget set it
-    aside after all)."""
-    verdict = verdicts.assess(state, job)
-    if not isinstance(verdict, verdicts.FitOnWarm):
-        return False
-    warm = verdict.warm
-    state.ledger.hand_over(warm)
-    state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
-    if job.name in state.budget_held:
-        state.ledger.take(warm.demand)
-        return True
-    state.warm.held.remove(warm)
-    state.warm.reused[job.name] = warm
-    return True
-
-
-def release_for(state: PassState, job: Job) -> None:
-    """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
-    for pool, missing in state.lack(job, counting_releasing=True).items():
-        for warm in state.warm.in_pool(pool):
-            if missing <= 0:
-                break
-            if warm.key == job.warm_key:
-                continue
-            state.warm.held.remove(warm)
-            state.warm.releases.append(
-                ReleaseWarmPool(
-                    warm.training_job_name,
-                    f"ended for {job.name}, which needs its {pool} instances and waits ahead of any job that matches it",
-                )
-            )
-            state.ledger.release_warm(warm)
-            missing -= warm.count
 
 
 def release_unmatched(state: PassState, pending: Sequence[Job]) -> None:
@@ -139,3 +104,11 @@ def _warm_keys(job: Job) -> set[str]:
 def _started_key(job: Job, start: StartJob) -> str | None:
     """The warm key a start leaves and reuses warm pools by: its placement's for a flexible job."""
     return start.placement.warm_key if job.placements and start.placement is not None else job.warm_key
+
+
+class WarmPoolsFeature(Feature):
+    """Warm pools after the walk: rule 4's releases, then each start's warm pool and keep-alive."""
+
+    def finish(self, state: PassState, pending: Sequence[Job], actions: list[Action]) -> list[Action]:
+        release_unmatched(state, pending)
+        return mark_warm_starts(actions, pending, state.warm, state.config.warm_pools)

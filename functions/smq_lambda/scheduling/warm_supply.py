@@ -1,0 +1,48 @@
+"""Warm pools as capacity during the walk (rules 1 and 2 of warm_pools.py): a job whose verdict is
+`FitOnWarm` starts on the warm pool it matches, and a head that lacks instances ends the warm pools
+it does not match before anything is preempted for it."""
+
+from __future__ import annotations
+
+from smq_lambda.domain.model import Job
+from smq_lambda.scheduling import verdicts
+from smq_lambda.scheduling.actions import ReleaseWarmPool
+from smq_lambda.scheduling.pass_state import PassState
+from smq_lambda.scheduling.reasons import timestamp
+
+
+def reuse(state: PassState, job: Job) -> bool:
+    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota
+    (`verdicts.FitOnWarm`); True when that decided it (it started, or a feature's gate, its team's
+    hold budget, set it aside after all)."""
+    verdict = verdicts.assess(state, job)
+    if not isinstance(verdict, verdicts.FitOnWarm):
+        return False
+    warm = verdict.warm
+    state.ledger.hand_over(warm)
+    state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
+    if job.name in state.held:
+        state.ledger.take(warm.demand)
+        return True
+    state.warm.held.remove(warm)
+    state.warm.reused[job.name] = warm
+    return True
+
+
+def release_for(state: PassState, job: Job) -> None:
+    """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
+    for pool, missing in state.lack(job, counting_releasing=True).items():
+        for warm in state.warm.in_pool(pool):
+            if missing <= 0:
+                break
+            if warm.key == job.warm_key:
+                continue
+            state.warm.held.remove(warm)
+            state.warm.releases.append(
+                ReleaseWarmPool(
+                    warm.training_job_name,
+                    f"ended for {job.name}, which needs its {pool} instances and waits ahead of any job that matches it",
+                )
+            )
+            state.ledger.release_warm(warm)
+            missing -= warm.count
