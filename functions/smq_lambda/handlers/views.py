@@ -12,7 +12,8 @@ from typing import Any
 from smq_lambda.domain.costs import CostEstimate
 from smq_lambda.domain.model import Attempt, Change
 from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX
-from smq_lambda.service.queue_api import CurrentPools, PositionedJob, PositionedPage
+from smq_lambda.service.job_positions import PositionedJob
+from smq_lambda.service.queue_api import CurrentPools, PositionedPage
 from smq_lambda.service.quotas import CurrentQuotas
 
 USD_DIGITS = 6

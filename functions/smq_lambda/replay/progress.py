@@ -1,10 +1,13 @@
-"""Where one simulated job's training stands: progress, checkpoints, interruptions to come."""
+"""Where one simulated job's training stands: progress, checkpoints, interruptions to come, and
+how fast it trains where it runs."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX
 from smq_lambda.replay.trace_job import TraceJob
 
 
@@ -37,3 +40,16 @@ class Progress:
     def saved(self, progress: float) -> float:
         every = self.trace.checkpoint_every_s
         return math.floor(progress / every) * every if every else 0.0
+
+
+def training_rate(trace: TraceJob, placement: Placement | None) -> float:
+    """How fast `trace`'s job trains at `placement` (domain/placement.py), in seconds of its
+    `duration_s` per second (`Progress.rate`): 1 for a pinned job, slower where its preference
+    trains longer. A job with nothing left to train (a replay of a job already due) trains at 1."""
+    if placement is None:
+        return 1.0
+    spot_pool = placement.pool.endswith(SPOT_POOL_SUFFIX)
+    duration = trace.duration_at(placement.instance_type if spot_pool else placement.pool_name, placement.count)
+    if duration == trace.duration_s or duration <= 0:
+        return 1.0
+    return trace.duration_s / duration

@@ -1,6 +1,7 @@
 """The queue in virtual time: jobs arrive, start, train, are interrupted, stopped and complete,
 and after each moment that changed something a pass of a scheduling policy decides over a snapshot
-of them. Its actions are applied through the same lifecycle functions the service uses.
+of them. A job arrives as the service would have queued it (replay/trace_submission.py), and the
+pass's actions are applied through the same lifecycle functions the service uses.
 
 What replays the queue sits on it: `smq simulate` measures a workload's whole run
 (simulation/engine.py), and the live start estimates replay the queue as it stands until the jobs
@@ -19,24 +20,21 @@ import heapq
 import itertools
 import math
 import random
-import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.model import Job
 from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
 from smq_lambda.domain.plan_document import TrainingPlan
-from smq_lambda.domain.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE, SPOT_POOL_SUFFIX, Purchase
 from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.replay.events import Event, Timing
-from smq_lambda.replay.progress import Progress
+from smq_lambda.replay.progress import Progress, training_rate
 from smq_lambda.replay.timeline import Segment, Slots
-from smq_lambda.replay.trace_job import TraceJob, TracePreference
+from smq_lambda.replay.trace_job import TraceJob
+from smq_lambda.replay.trace_submission import queued_job
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import Snapshot
 
@@ -147,42 +145,8 @@ class VirtualQueue:
         return job.current_attempt is not None and job.current_attempt.number == attempt
 
     def _submit(self, trace: TraceJob) -> None:
-        request: dict[str, Any] = {"EnableManagedSpotTraining": True} if trace.is_spot else {}
-        if trace.purchase == Purchase.SPOT_ONLY:
-            request["Tags"] = [{"Key": SPOT_ONLY_TAG, "Value": SPOT_ONLY_VALUE}]
-        if trace.keep_alive_s:
-            request["ResourceConfig"] = {"KeepAlivePeriodInSeconds": trace.keep_alive_s}
-        pinned_to_plan = (
-            (TracePreference(trace.pool, trace.instances, trace.duration_s),) if trace.pool in self.plans else ()
-        )
-        preferences = trace.preferences or pinned_to_plan
-        placements = tuple(self._placement(trace, preference.pool, preference.instances) for preference in preferences)
-        self.jobs[trace.name] = Job(
-            name=trace.name,
-            job_id=f"{zlib.crc32(trace.name.encode()):08x}",
-            state=JobState.PENDING,
-            priority=trace.priority,
-            submitted_at=self._now(),
-            demand={trace.pool: trace.instances},
-            placements=placements,
-            owner=trace.team or "simulation",
-            team=trace.team,
-            request=request,
-            max_runtime_s=trace.max_runtime_s,
-            purchase=_purchase(trace),
-            warm_key=(trace.warm_key or f"job:{trace.name}") if trace.keep_alive_s else None,  # no key: its own
-        )
+        self.jobs[trace.name] = queued_job(trace, self._now(), self.plans)
         self.progress[trace.name] = Progress(trace, interruptions=list(trace.interruptions_s), pending_since=self.clock)
-
-    def _placement(self, trace: TraceJob, pool: str, instances: int) -> Placement:
-        """One place `trace`'s job may run: a training plan's pool runs on the plan
-        (domain/plan_requests.py), any other pool is an instance type."""
-        plan = self.plans.get(pool)
-        if plan is None:
-            return Placement(pool, instances, spot=trace.is_spot)
-        return Placement(
-            plan.instance_type, instances, pool=pool, training_plan_arns=(plan.arn,), training_plan_arn=plan.arn
-        )
 
     def _snapshot(self) -> Snapshot:
         """What a pass decides over now: the pending and live jobs."""
@@ -228,7 +192,7 @@ class VirtualQueue:
         )
         self.jobs[job.name] = started
         progress = self.progress[job.name]
-        progress.rate = _rate(progress.trace, action.placement)
+        progress.rate = training_rate(progress.trace, action.placement)
         progress.on_spot = action.placement.spot if action.placement is not None else progress.trace.is_spot
         if progress.pending_since is not None:  # 0.0 is the trace's first moment, not "never"
             progress.waited += self.clock - progress.pending_since
@@ -367,26 +331,6 @@ class VirtualQueue:
         segment.outcome = outcome
         self.slots.give_back(segment.pool, segment.slots)
         self.segments.append(segment)
-
-
-def _rate(trace: TraceJob, placement: Placement | None) -> float:
-    """How fast `trace`'s job trains at `placement` (domain/placement.py), in seconds of its
-    `duration_s` per second: 1 for a pinned job, slower where its preference trains longer. A job
-    with nothing left to train (a replay of a job already due) trains at 1."""
-    if placement is None:
-        return 1.0
-    spot_pool = placement.pool.endswith(SPOT_POOL_SUFFIX)
-    duration = trace.duration_at(placement.instance_type if spot_pool else placement.pool_name, placement.count)
-    if duration == trace.duration_s or duration <= 0:
-        return 1.0
-    return trace.duration_s / duration
-
-
-def _purchase(trace: TraceJob) -> Purchase:
-    """What `trace`'s request allows, as submission reads it (domain/purchase.purchase_of)."""
-    if trace.purchase is not None:
-        return Purchase(trace.purchase)
-    return Purchase.SPOT if trace.is_spot else Purchase.ON_DEMAND
 
 
 def fits(demand: Mapping[str, int], available: Mapping[str, int]) -> bool:

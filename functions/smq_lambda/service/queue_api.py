@@ -4,7 +4,8 @@ The API never starts or stops SageMaker jobs itself: it records what the user as
 conditional write and kicks the scheduler (a message on its queue), whose next pass acts on it. A kick that
 fails is logged by the trigger, not raised: the request is already durable, and the periodic
 reconciliation pass acts on it. Nor does it ask SageMaker how pools are used: each pass publishes
-what it measured, and `pools()` reads that.
+what it measured, and `pools()` reads that. Every answer about a job places it (its position,
+reason and estimated start) as service/job_positions.py does, and prices it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Protocol
 
 from smq_lambda.domain import lifecycle
 from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
-from smq_lambda.domain.costs import CostEstimate, Prices, estimated_cost
-from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job, order_key
+from smq_lambda.domain.costs import Prices, estimated_cost
+from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job
 from smq_lambda.domain.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
 from smq_lambda.governance.idle_scope import check_exemption
@@ -26,9 +27,9 @@ from smq_lambda.governance.limits import violations
 from smq_lambda.governance.policy import Policy
 from smq_lambda.pool_usage import PoolUsage
 from smq_lambda.ports import ConfigSource, JobStore, PolicySource, PoolUsageBoard, PriceSource, SchedulerTrigger
-from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.plan_windows import in_force
-from smq_lambda.service.last_pass import EstimatedStart, LastPass, with_current_capacity
+from smq_lambda.service.job_positions import JobPositions, PositionedJob
+from smq_lambda.service.last_pass import with_current_capacity
 from smq_lambda.service.pass_measures import pool_usage
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
@@ -39,24 +40,6 @@ from smq_lambda.service.timeline_token import decode_timeline_token, encode_time
 WRITE_ATTEMPTS = 3
 """A scheduler pass may write the same job between our read and our write (a new wait reason, a
 start); re-reading and re-deciding a few times makes that race invisible to the caller."""
-
-
-@dataclass(frozen=True)
-class PositionedJob:
-    """A job, its 1-based place among the pending jobs of its pool (None unless pending), and why it
-    is where it is: the stored reason, or for a job waiting behind a head, one computed now."""
-
-    job: Job
-    position: int | None
-    reason: str | None
-    estimated_start: EstimatedStart | None = None
-    """When the last pass expected the job to start; None unless pending and estimated."""
-    estimate_at_next_pass: bool = False
-    """A pending job no pass has seen as it is (just submitted, or changed since): the next pass,
-    within seconds, estimates its start. The API does not replay the queue itself: that needs what
-    a pass reads (the live jobs, the pools' windows, the learned durations), on the request's path."""
-    estimated_cost: CostEstimate | None = None
-    """What the job is expected to cost under the prices in force; None when unpriced."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +120,7 @@ class QueueService:
         self._prices = prices
         self._clock = clock
         self._new_id = new_id
+        self._positions = JobPositions(store, config, usage_board)
 
     def submit(self, request: object, caller: str) -> PositionedJob:
         """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, PolicyViolation,
@@ -191,13 +175,9 @@ class QueueService:
         waits in. With `owner`, the store reads that owner's jobs only, however many others the
         states hold."""
         page = self._store.list_jobs(states=states, pool=pool, owner=owner, limit=limit, next_token=next_token)
-        places = self._places([job for job in page.jobs if job.state is JobState.PENDING])
-        last_pass = self._last_pass()
+        placed = self._positions.of_each(page.jobs)
         prices = self._prices_in_force()
-        return PositionedPage(
-            jobs=[self._priced(self._explained(job, places.get(job.name), last_pass), prices) for job in page.jobs],
-            next_token=page.next_token,
-        )
+        return PositionedPage(jobs=[self._priced(entry, prices) for entry in placed], next_token=page.next_token)
 
     def change_priority(self, name: str, priority: object, caller: str) -> PositionedJob:
         """New priority for an unfinished job; the next pass re-sorts the pool (and may preempt).
@@ -314,73 +294,13 @@ class QueueService:
         raise VersionConflict(name)
 
     def _positioned(self, job: Job) -> PositionedJob:
-        return self._priced(self._placed(job), self._prices_in_force())
+        return self._priced(self._positions.of(job), self._prices_in_force())
 
     def _prices_in_force(self) -> Prices:
         return self._prices.load() if self._prices is not None else {}
 
     def _priced(self, entry: PositionedJob, prices: Prices) -> PositionedJob:
         return replace(entry, estimated_cost=estimated_cost(entry.job, prices))
-
-    def _placed(self, job: Job) -> PositionedJob:
-        if job.is_live:
-            return self._explained(job, None, self._last_pass())
-        if job.state is not JobState.PENDING:
-            return PositionedJob(job, None, job.reason)
-        return self._explained(job, self._places([job]).get(job.name), self._last_pass())
-
-    def _places(self, pending: list[Job]) -> dict[str, dict[str, int]]:
-        """Each pending job's 1-based place in each pool it waits in (`Job.pending_pools`: a job that
-        may use several is listed in each): per pool, one count up to the first job and then one
-        count of the span between each job and the next."""
-        places: dict[str, dict[str, int]] = {job.name: {} for job in pending}
-        by_pool: dict[str, list[Job]] = {}
-        for job in pending:
-            for pool in job.pending_pools:
-                by_pool.setdefault(pool, []).append(job)
-        for pool, jobs in by_pool.items():
-            previous: str | None = None
-            place = 0
-            for job in sorted(jobs, key=lambda job: job.order):
-                key = order_key(job.priority, job.submitted_at, job.name)
-                place += 1 + self._store.count_pending(pool, after=previous, before=key)
-                places[job.name][pool] = place
-                previous = key
-        return places
-
-    def _last_pass(self) -> LastPass | None:
-        report = self._usage_board.latest() if self._usage_board is not None else None
-        if report is None:
-            return None
-        heads = {measure.pool: measure.head for measure in report.pools if measure.head}
-        return LastPass(heads, report.measured_at, report.estimates, report.teams, report.explained)
-
-    def _explained(self, job: Job, places: Mapping[str, int] | None, last_pass: LastPass | None) -> PositionedJob:
-        """`_reasoned`, with the job's estimated start when the last pass estimated it as it is."""
-        entry = self._reasoned(job, places or {}, last_pass)
-        if job.state is JobState.PENDING and (last_pass is None or not last_pass.current_for(job)):
-            entry = replace(entry, estimate_at_next_pass=True)
-        if last_pass is None:
-            return entry
-        borrowing = last_pass.borrowing(job)
-        if borrowing is not None:
-            entry = replace(entry, reason=f"{entry.reason}; {borrowing}" if entry.reason else borrowing)
-        estimate = last_pass.estimate_for(job)
-        return entry if estimate is None else replace(entry, estimated_start=estimate)
-
-    def _reasoned(self, job: Job, places: Mapping[str, int], last_pass: LastPass | None) -> PositionedJob:
-        """A pending job's reason is the one the passes wrote when it is news: the last pass explained
-        it (a head, a job a gate held, a job a phase decided: `LastPass.wrote_reason_of`), or no
-        pass has seen it as it is yet. Otherwise the job waits behind a head, and its reason is its
-        place in each pool it waits in, computed now (noting a team no longer configured). Its
-        position is its place in the pool it is listed under."""
-        position = places.get(job.pool)
-        if position is None or last_pass is None or not last_pass.current_for(job) or last_pass.wrote_reason_of(job):
-            return PositionedJob(job, position, job.reason)
-        place = reasons.queued_in_each(
-            [(places[pool] - 1, pool, last_pass.by_pool.get(pool)) for pool in job.pending_pools if pool in places]
-        )
-        return PositionedJob(job, position, quota_reasons.noting_team(place, job.team, self._config.load().teams))
 
 
 def _cancelled(job: Job, now: datetime, caller: str) -> Job:
