@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from smq.local import stack as stack_module
+from smq.local import stack_moto
 from smq.local.stack import STATE_FILE, LocalStack, LocalStackOptions, StackStartError
 
 SMQ = [sys.executable, "-m", "smq.cli"]
@@ -96,9 +96,9 @@ def test_a_server_that_never_comes_up_fails_the_start_and_frees_the_port(
         def start(self) -> None:
             released.wait()
 
-    monkeypatch.setattr(stack_module, "ThreadedMotoServer", NeverReady)
-    monkeypatch.setattr(stack_module, "MOTO_START_SECONDS", 0.2)
-    port = stack_module._free_port()
+    monkeypatch.setattr(stack_moto, "ThreadedMotoServer", NeverReady)
+    monkeypatch.setattr(stack_moto, "MOTO_START_SECONDS", 0.2)
+    port = stack_moto.free_port()
 
     try:
         with pytest.raises(StackStartError) as raised:

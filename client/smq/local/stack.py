@@ -15,7 +15,8 @@ through the standard `AWS_ENDPOINT_URL_<SERVICE>` variables; they do not know th
 This module starts and stops the parts, in order; beside it: stack_options.py (the options and
 names), stack_resources.py (the template's resources in moto), stack_functions.py (the handlers in
 this process and their environment), stack_triggers.py (the schedule, queues and topics that invoke
-them), stack_state.py (the state file other processes read).
+them), stack_moto.py (the moto server and its endpoints), stack_state.py (the state file other
+processes read).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,16 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import requests
 import yaml
-from moto.server import ThreadedMotoServer
 
 from smq.local.alarm_evaluator import AlarmEvaluator
 from smq.local.api_front import ApiFront
-from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq.local.event_bus import EventBus
 from smq.local.sagemaker import LocalSageMaker, PhaseTimings
 from smq.local.stack_functions import InProcessFunctions, api_handler, as_function
+from smq.local.stack_moto import LocalMoto
 from smq.local.stack_options import (
     ACCOUNT,
     API_FUNCTION_ID,
@@ -73,18 +71,9 @@ __all__ = [
     "training_job_for",
 ]
 
-MOTO_START_SECONDS = 30.0
-"""moto's own start waits without limit for a server that may never come up."""
-
 log = logging.getLogger("smq.local")
 _RUNNING = threading.Lock()
 """One stack per process: moto's backends and the handlers' environment are process-wide."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LocalStack:
@@ -96,10 +85,9 @@ class LocalStack:
         self._resources: StackResources | None = None
         """The template's resources, once the template is read."""
         self._functions = InProcessFunctions()
-        self._moto: ThreadedMotoServer | None = None
+        self._moto: LocalMoto | None = None
         self._identities: StackIdentities | None = None
         """The admin and the functions' roles, once moto is up (stack_roles.py)."""
-        self._moto_url = ""
         self._sagemaker: LocalSageMaker | None = None
         self._triggers: FunctionTriggers | None = None
         self._bus: EventBus | None = None
@@ -128,9 +116,9 @@ class LocalStack:
         try:
             resources = self._resources = StackResources(self._read_template(), self.options, self.boto3_client)
             self._api = self._bind_api()
-            self._start_moto()
+            moto = self._start_moto()
             resources.create()
-            self._enforce_iam(resources)
+            self._enforce_iam(moto, resources)
             self._bus = EventBus(lambda: self.boto3_client("sqs"), resources.event_routes(), chaos=self.options.chaos)
             self._bus.start()
             self.aws_env["AWS_ENDPOINT_URL_SAGEMAKER"] = self._start_sagemaker(self._bus)
@@ -301,32 +289,17 @@ class LocalStack:
                 f"port {port} on 127.0.0.1 {problem}; pass --port N (0 picks a free one) or stop what holds it"
             ) from exc
 
-    def _start_moto(self) -> None:
-        make_moto_dynamodb_atomic()
-        port = _free_port()
-        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        starter = threading.Thread(target=moto.start, name="smq-moto-start", daemon=True)
-        starter.start()
-        starter.join(MOTO_START_SECONDS)
-        if starter.is_alive():
-            raise StackStartError(f"moto did not come up on 127.0.0.1:{port} in {MOTO_START_SECONDS:g} s; try again")
-        self._moto = moto
-        moto_url = self._moto_url = f"http://127.0.0.1:{port}"
-        requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
-        self.aws_env = {f"AWS_ENDPOINT_URL_{suffix}": moto_url for suffix in MOTO_SERVICES.values()}
-        self.aws_env.update(
-            {
-                "AWS_DEFAULT_REGION": REGION,
-                "AWS_REGION": REGION,
-                "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",
-            }
-        )
+    def _start_moto(self) -> LocalMoto:
+        """Held before it starts, so a stop after a failed reset still stops the server."""
+        moto = self._moto = LocalMoto()
+        moto.start()
+        self.aws_env = moto.aws_environment()
+        return moto
 
-    def _enforce_iam(self, resources: StackResources) -> None:
+    def _enforce_iam(self, moto: LocalMoto, resources: StackResources) -> None:
         """Each function's role and the admin user, made while moto checks nothing; then moto checks
         every call, and the stack, its users and clients use the admin's keys (stack_roles.py)."""
-        self._identities = StackIdentities(self._moto_url, self.boto3_client)
+        self._identities = StackIdentities(moto.url, self.boto3_client)
         self._identities.create(resources.function_policies())
         self.aws_env.update(self._identities.admin_keys)
         if self._api is not None:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-import uuid
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -38,6 +36,7 @@ from smq_lambda.adapters.dynamodb_attempts import DynamoAttemptHistory
 from smq_lambda.adapters.dynamodb_errors import condition_failed, error_code, unavailable_as_typed
 from smq_lambda.adapters.dynamodb_indexes import JobIndexes, order_key_of
 from smq_lambda.adapters.dynamodb_pool_holders import PoolHolderItems
+from smq_lambda.adapters.dynamodb_save_requests import job_update, listing_actions, transact_job, update_job
 from smq_lambda.adapters.dynamodb_table import (
     CONDITION_FAILED_REASON,
     TRANSACTION_CANCELED,
@@ -47,30 +46,17 @@ from smq_lambda.adapters.dynamodb_table import (
     names,
     transaction_busy,
 )
-from smq_lambda.adapters.item_codec import (
-    ARCHIVE_SEPARATOR,
-    IMMUTABLE_ATTRIBUTES,
-    OPTIONAL_ATTRIBUTES,
-    Item,
-    archive_key,
-    archived,
-    from_item,
-    to_item,
-)
-from smq_lambda.adapters.pending_listing import listing_changes
+from smq_lambda.adapters.item_codec import ARCHIVE_SEPARATOR, Item, archive_key, archived, from_item, to_item
 from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
 from smq_lambda.domain.purchase import spot_pool
 from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
-from smq_lambda.errors import JobConflict, ServiceUnavailable, VersionConflict
+from smq_lambda.errors import JobConflict, ServiceUnavailable
 from smq_lambda.ports import HistoryEntry, HistoryPosition, InUse, JobPage
 
 logger = Logger(service="smq", child=True)
 
 REMEMBERED_REQUESTS = 10_000
 """Request digests kept for saves (a few hundred bytes each); forgetting them costs only bytes."""
-SAVE_ROUNDS = 3
-"""A save whose transaction met another on the same pool item (TransactionConflict) changed
-nothing; it is tried again this many times before it is reported as ServiceUnavailable."""
 CREATE_ROUNDS = 3
 """Submissions racing for a finished job's name: each round re-reads the name; one wins, the others
 then see the winner's unfinished job (JobConflict)."""
@@ -163,7 +149,7 @@ class DynamoJobStore:
             "ExpressionAttributeNames": names(condition),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        listings = self._listing_actions(job, item)
+        listings = listing_actions(self._table, job, item)
         try:
             with unavailable_as_typed(transaction_busy):
                 if listings:
@@ -202,7 +188,7 @@ class DynamoJobStore:
                                 },
                             }
                         },
-                        *self._listing_actions(stored, item),
+                        *listing_actions(self._table, stored, item),
                     ]
                 )
         except ClientError as exc:
@@ -222,7 +208,7 @@ class DynamoJobStore:
         state need not be known), except when the state machine says it was live already (it enters
         running, preempting or stopping); a job that never had an attempt was never live. A job that
         may use other pools has its listing items put or deleted in the same transaction
-        (pending_listing.py); any other job is written by one UpdateItem.
+        (pending_listing.py); any other job is written by one UpdateItem (dynamodb_save_requests.py).
         """
         if job.version != expected_version + 1:
             raise ValueError(f"job {job.name!r} must be saved as version {expected_version + 1}, not {job.version}")
@@ -231,88 +217,20 @@ class DynamoJobStore:
         digest = request_digest(job.request)
         known = self._requests_read.get((job.name, job.job_id, expected_version))
         item = to_item(job, ttl_days=self._ttl_days)
-        update = self._job_update(job, item, expected_version, with_request=known != digest)
+        update = job_update(self._table, job, item, expected_version, with_request=known != digest)
         live = [] if not job.attempts or job.state in ENTERED_ONLY_WHILE_LIVE else self._pools.live_updates(job)
-        listings = self._listing_actions(job, item)
+        listings = listing_actions(self._table, job, item)
         if live or listings:
-            self._transact([{"Update": update}, *live, *listings], job.name)
+            transact_job(self._client, [{"Update": update}, *live, *listings], job.name)
         else:
-            self._update_job(update, job.name)
+            update_job(self._client, update, job.name)
         self._remember_request(job.name, job.job_id, job.version, digest)
         return job
-
-    def _listing_actions(self, job: Job, item: Item) -> list[dict[str, Any]]:
-        """The Put or Delete of each of the job's listing items a write of it makes (pending_listing)."""
-        return [
-            {"Put": {"TableName": self._table, "Item": listed}}
-            if listed is not None
-            else {"Delete": {"TableName": self._table, "Key": {"name": {"S": key}}}}
-            for key, listed in listing_changes(job, item).items()
-        ]
 
     def _remember_request(self, name: str, job_id: str, version: int, digest: str) -> None:
         if len(self._requests_read) >= REMEMBERED_REQUESTS:
             self._requests_read.clear()
         self._requests_read[(name, job_id, version)] = digest
-
-    def _job_update(self, job: Job, item: Item, expected_version: int, *, with_request: bool) -> dict[str, Any]:
-        """The UpdateItem request that turns the stored item into `job`'s (`item`), if still at
-        `expected_version`."""
-        if not with_request:
-            item = {attribute: value for attribute, value in item.items() if attribute != "request"}
-        placeholders = {"#version": "version", "#job_id": "job_id"}
-        values: dict[str, Any] = {":expected": {"N": str(expected_version)}, ":job_id": {"S": job.job_id}}
-        sets = []
-        for index, (attribute, value) in enumerate(sorted(item.items())):
-            if attribute in IMMUTABLE_ATTRIBUTES:
-                continue
-            placeholders[f"#a{index}"] = attribute
-            values[f":a{index}"] = value
-            sets.append(f"#a{index} = :a{index}")
-        removes = []
-        for index, attribute in enumerate(OPTIONAL_ATTRIBUTES):
-            if attribute not in item:
-                placeholders[f"#r{index}"] = attribute
-                removes.append(f"#r{index}")
-        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-        return {
-            "TableName": self._table,
-            "Key": {"name": {"S": job.name}},
-            "UpdateExpression": expression,
-            "ConditionExpression": "#version = :expected AND #job_id = :job_id",
-            "ExpressionAttributeNames": placeholders,
-            "ExpressionAttributeValues": values,
-        }
-
-    def _update_job(self, update: Mapping[str, Any], name: str) -> None:
-        try:
-            with unavailable_as_typed(transaction_busy):
-                self._client.update_item(**update)
-        except ClientError as exc:
-            if condition_failed(exc):
-                raise VersionConflict(name) from exc
-            raise
-
-    def _transact(self, actions: list[dict[str, Any]], name: str) -> None:
-        """One transaction whose first action is the job's conditional update; a failed condition is
-        VersionConflict, and a conflict with another transaction or an unanswered call is tried
-        again a few times under the same client token, so a try whose answer was lost but which
-        landed succeeds again instead of failing its own condition (DynamoDB keeps the token ten
-        minutes)."""
-        token = uuid.uuid4().hex
-        for round_number in range(SAVE_ROUNDS):
-            try:
-                with unavailable_as_typed(transaction_busy):
-                    self._client.transact_write_items(TransactItems=actions, ClientRequestToken=token)
-                return
-            except ClientError as exc:
-                if error_code(exc) == TRANSACTION_CANCELED and cancellation_codes(exc)[:1] == [CONDITION_FAILED_REASON]:
-                    raise VersionConflict(name) from exc
-                raise
-            except ServiceUnavailable:
-                if round_number == SAVE_ROUNDS - 1:
-                    raise
-                time.sleep(0.02 * 2**round_number)
 
     def record_outside(self, training_job_name: str, demand: Mapping[str, int], *, holding: bool) -> None:
         self._pools.record_outside(training_job_name, demand, holding=holding)

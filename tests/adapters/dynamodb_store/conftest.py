@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from smq_lambda.adapters import dynamodb_store
+from smq_lambda.adapters import dynamodb_save_requests
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 
 from tests.adapters.dynamodb_store.support import TTL_DAYS, Requests
@@ -32,7 +32,7 @@ def stub(offline_client: Any) -> Iterator[Stubber]:
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     """The store's backoff between rounds (unprocessed keys, transaction conflicts), without its sleeps."""
-    monkeypatch.setattr(dynamodb_store.time, "sleep", lambda _seconds: None)
+    monkeypatch.setattr(dynamodb_save_requests.time, "sleep", lambda _seconds: None)
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from smq_lambda.adapters.dynamodb_errors import UNAVAILABLE_CODES
-from smq_lambda.adapters.dynamodb_store import SAVE_ROUNDS, DynamoJobStore
+from smq_lambda.adapters.dynamodb_save_requests import SAVE_ROUNDS
+from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_table import TRANSACTION_BUSY_CODES
 from smq_lambda.adapters.item_codec import IMMUTABLE_ATTRIBUTES, OPTIONAL_ATTRIBUTES, to_item
 from smq_lambda.domain import lifecycle

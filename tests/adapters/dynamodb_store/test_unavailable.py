@@ -14,7 +14,8 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 from botocore.stub import Stubber
 from smq_lambda.adapters import dynamodb_errors
 from smq_lambda.adapters.dynamodb_errors import UNAVAILABLE_CODES
-from smq_lambda.adapters.dynamodb_store import SAVE_ROUNDS, DynamoJobStore
+from smq_lambda.adapters.dynamodb_save_requests import SAVE_ROUNDS
+from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_table import TRANSACTION_BUSY_CODES, UNAVAILABLE_REASONS
 from smq_lambda.adapters.item_codec import to_item
 from smq_lambda.domain import lifecycle
