@@ -32,7 +32,7 @@ from typing import Any
 from seeded_targets import print_verdicts
 from smq.simulate.report import estimate_table
 from smq.simulate.workloads import Workload, mixed_families, teams_families
-from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.accuracy import ALL, WAITED
 from smq_lambda.simulation.engine import Timing, simulate

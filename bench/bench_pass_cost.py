@@ -34,10 +34,10 @@ from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
 from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import from_item, to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, LIVE_STATES, JobState
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.ports import InUse
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.scheduler import Scheduler, SchedulerPorts

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from tabulate import tabulate

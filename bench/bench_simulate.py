@@ -35,7 +35,7 @@ from typing import Any
 from seeded_targets import print_verdicts
 from smq.simulate.report import metrics_table, team_table
 from smq.simulate.workloads import Workload, kueue, mixed, spot, teams
-from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate

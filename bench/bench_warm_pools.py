@@ -24,7 +24,7 @@ from typing import Any
 from seeded_targets import print_verdicts, run_seeds
 from smq.simulate.placement_workloads import warm_pools
 from smq.simulate.report import metrics_table
-from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate
 

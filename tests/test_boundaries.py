@@ -136,6 +136,28 @@ def test_the_domain_imports_only_the_domain_and_errors() -> None:
     assert {name: targets for name, targets in upward.items() if targets} == {}
 
 
+DOMAIN_CONCEPTS = ("jobs", "sagemaker", "placements", "warm", "costs", "access", "config")
+"""domain/ by concept: each module in the package of what it is about."""
+
+
+def test_every_domain_module_lives_in_its_concepts_package() -> None:
+    loose = sorted(path.name for path in (FUNCTIONS / "domain").glob("*.py") if path.name != "__init__.py")
+    packages = sorted(
+        path.name for path in (FUNCTIONS / "domain").iterdir() if path.is_dir() and path.name != "__pycache__"
+    )
+    assert (loose, packages) == ([], sorted(DOMAIN_CONCEPTS))
+
+
+def test_sagemakers_own_rules_import_no_concept_of_the_queue() -> None:
+    """domain/sagemaker states what SageMaker accepts and reports; the local SageMaker service
+    applies it too, so it knows nothing of jobs, placements, costs or teams."""
+    outside = {
+        name: [target for target in targets if not within(target, "smq_lambda.domain.sagemaker")]
+        for name, targets in imports_from("smq_lambda.domain.sagemaker", "smq_lambda.domain").items()
+    }
+    assert {name: targets for name, targets in outside.items() if targets} == {}
+
+
 @pytest.mark.parametrize(
     ("importers", "imported"),
     [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from smq_lambda.domain.bounds import MAX_INSTANCES
+from smq_lambda.domain.config.bounds import MAX_INSTANCES
 
 
 def instance_preference(text: str) -> str:

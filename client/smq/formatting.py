@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.cost_totals import OTHER_OWNERS
+from smq_lambda.domain.costs.cost_totals import OTHER_OWNERS
 from tabulate import tabulate
 
 from smq.jobs import (

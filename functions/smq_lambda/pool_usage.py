@@ -22,7 +22,7 @@ class PoolMeasure:
     head: str | None = None
     """The first job that waits for the pool, if one does."""
     warm: int = 0
-    """Of `in_use`, the instances warm pools hold (domain/warm_pools.py)."""
+    """Of `in_use`, the instances warm pools hold (domain/warm/warm_pools.py)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class PoolUsageReport:
 
 @dataclass(frozen=True)
 class TeamUsageRecord:
-    """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`), as of
+    """Each team's decayed past use in instance-seconds (see `domain.config.teams.decay_usage`), as of
     `at`, the end of the pass that wrote it."""
 
     usage: Mapping[str, float]

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
-from smq_lambda.domain.cost_totals import CostFigures
-from smq_lambda.domain.costs import AttemptCost, Prices
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.prices_in_force import PricesInForce
-from smq_lambda.domain.spot_rates import SpotInterruptions
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.warm_pools import WarmPool, WarmPoolTotals
+from smq_lambda.domain.costs.cost_totals import CostFigures
+from smq_lambda.domain.costs.costs import AttemptCost, Prices
+from smq_lambda.domain.costs.prices_in_force import PricesInForce
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.spot_rates import SpotInterruptions
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
+from smq_lambda.domain.warm.warm_pools import WarmPool, WarmPoolTotals
 from smq_lambda.forecast.durations import DurationHistory, DurationKey
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
@@ -179,7 +179,7 @@ class CostLedger(Protocol):
         once per training job name: False when that attempt was already recorded. Duplicate and
         concurrent calls for one attempt count it once. A cost tag's group is cut to
         MAX_TAG_GROUP_BYTES, and a day keeps MAX_TAG_GROUPS_PER_DAY of a tag's groups apart (later
-        ones count in OTHER; domain/cost_totals.py). No tag keeps the team and owner from counting:
+        ones count in OTHER; domain/costs/cost_totals.py). No tag keeps the team and owner from counting:
         one that cannot be written now raises CostDimensionsPending after them, and a later call for
         the attempt adds it."""
         ...
@@ -192,7 +192,7 @@ class CostLedger(Protocol):
 
 class PriceSource(Protocol):
     """The prices in force: the configuration document's `prices` over the daily Price List refresh
-    over the shipped defaults for the stack's region (domain/prices_in_force.py). Raises
+    over the shipped defaults for the stack's region (domain/costs/prices_in_force.py). Raises
     ServiceUnavailable when the table or the configuration cannot be read now: pricing an attempt
     with the wrong layer would be recorded for good."""
 
@@ -251,7 +251,7 @@ class TrainingService(Protocol):
 
 class SpotInterruptionBook(Protocol):
     """Where reports keep the spot interruptions per instance type (one small item,
-    domain/spot_rates.py)."""
+    domain/placements/spot_rates.py)."""
 
     def load(self) -> SpotInterruptions:
         """The book as last saved; an empty one before the first interruption."""

@@ -24,9 +24,9 @@ class Settings:
     allowed_role_arns: frozenset[str] = frozenset()
     """Empty means every role is allowed (the template's PassRole scoping still applies)."""
     admin_principals: frozenset[str] = frozenset()
-    """Patterns of principals that may act on any job (domain/principals.py)."""
+    """Patterns of principals that may act on any job (domain/access/principals.py)."""
     access_rules_parameter: str | None = None
-    """SSM parameter of the per-principal access rules (domain/access.py); None: no rules."""
+    """SSM parameter of the per-principal access rules (domain/access/access.py); None: no rules."""
     scheduler_queue_url: str | None = None
     """The SQS queue the scheduler consumes; the API sends its requests for a pass there."""
     finished_ttl_days: int = 30

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.lifecycle import StartRetryLimits
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.lifecycle import StartRetryLimits
+from smq_lambda.domain.jobs.model import Job
 
 ITEM_LIMIT = 400 * 1024
 """DynamoDB's item size limit (attribute names and values, UTF-8)."""

@@ -6,8 +6,8 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Job, demand_of
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job, demand_of
+from smq_lambda.domain.jobs.states import JobState
 
 G5 = "ml.g5.xlarge"
 P5 = "ml.p5.48xlarge"

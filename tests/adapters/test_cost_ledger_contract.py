@@ -17,9 +17,15 @@ from moto.dynamodb.models import DynamoDBBackend
 from smq_lambda.adapters.attribute_values import Item
 from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, FIGURE_CODES, DynamoCostLedger, day_key
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain.cost_totals import MAX_TAG_GROUP_BYTES, MAX_TAG_GROUPS_PER_DAY, OTHER, CostFigures, tag_group
-from smq_lambda.domain.costs import AttemptCost
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.costs.cost_totals import (
+    MAX_TAG_GROUP_BYTES,
+    MAX_TAG_GROUPS_PER_DAY,
+    OTHER,
+    CostFigures,
+    tag_group,
+)
+from smq_lambda.domain.costs.costs import AttemptCost
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
 from smq_lambda.ports import CostLedger, InUse
 

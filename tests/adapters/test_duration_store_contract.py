@@ -10,8 +10,8 @@ import pytest
 from botocore.stub import Stubber
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq_lambda.adapters.dynamodb_durations import ADD_ATTEMPTS, DynamoDurationStore, item_key
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.durations import MAX_SAMPLES, Basis, DurationKey, Level, expected_duration
 from smq_lambda.ports import DurationStore

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import StartRefused
 from smq_lambda.ports import TrainingService
 from smq_lambda.scheduling.snapshot import UnpooledPolicy

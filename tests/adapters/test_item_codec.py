@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from smq_lambda.adapters.attribute_values import MAX_TEXT_CHARS, format_time
 from smq_lambda.adapters.item_codec import archive_key, archived, from_item, pending_team_key, to_item
 from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import (
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import (
     MAX_EARLIER_JOBS,
     MAX_HISTORY,
     MAX_INLINE_ATTEMPTS,
@@ -27,9 +27,9 @@ from smq_lambda.domain.model import (
     order_key,
     scheduling_order,
 )
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import Purchase
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import Purchase
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.service.submission import MAX_REQUEST_BYTES
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 from smq_lambda.adapters.item_codec import job_order_key
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.adapters.builders import G5, P5, job
 from tests.adapters.job_store_contract.subjects import (

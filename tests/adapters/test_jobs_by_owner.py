@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import ACTIVE_STATES, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, JobState
 
 from tests.adapters.builders import ALICE, BOB, G5, P5, T0, job
 from tests.adapters.job_store_contract.subjects import STORES, Subject, make_subject, move, names, put, start

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.adapters.pending_listing import LISTED_ATTRIBUTES, listing_changes, listing_key, pending_job
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.placement import placements_of
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import placements_of
 
 from tests.adapters.builders import G5, P5, T0, job
 from tests.support.aws import pending_index_attributes

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.pending_listing import listing_key
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.ports import JobStore
 

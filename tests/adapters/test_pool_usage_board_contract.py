@@ -16,8 +16,8 @@ from smq_lambda.adapters.dynamodb_pool_usage import (
     DynamoPoolUsageBoard,
 )
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.domain.config.teams import UNASSIGNED
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.estimate import DEFAULT_MAX_JOBS
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate

@@ -16,9 +16,9 @@ from smq_lambda.adapters.price_source import (
     DynamoRefreshedPrices,
     stack_price_source,
 )
-from smq_lambda.domain.config_document import parse_config_document
-from smq_lambda.domain.prices_in_force import PriceOrigin, RefreshedPrices
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.config_document import parse_config_document
+from smq_lambda.domain.costs.prices_in_force import PriceOrigin, RefreshedPrices
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.settings import Settings

@@ -30,8 +30,8 @@ from botocore.exceptions import (
     SSLError,
 )
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
 from tests.adapters.builders import T0, job

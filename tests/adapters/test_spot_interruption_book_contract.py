@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from smq_lambda.adapters.dynamodb_spot_rates import SPOT_INTERRUPTIONS_KEY, DynamoSpotInterruptionBook
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.spot_rates import SpotInterruptions, with_interruptions
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.spot_rates import SpotInterruptions, with_interruptions
 from smq_lambda.errors import VersionConflict
 from smq_lambda.ports import SpotInterruptionBook, TrainingJobStatus
 from smq_lambda.service.spot_interruptions import count_interruptions

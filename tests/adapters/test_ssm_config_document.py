@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.parameters import SSMProvider
 from smq_lambda.adapters.ssm_config import SsmConfigSource
-from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, Aging, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import QUOTA_PREEMPTION_DEFAULTS, Aging, PreemptionRules, Quota, Sharing, Teams
 from smq_lambda.errors import ConfigError
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.settings import Settings

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_warm_pools import DynamoWarmPools
-from smq_lambda.domain.warm_pools import WarmPool, WarmPoolTotals
+from smq_lambda.domain.warm.warm_pools import WarmPool, WarmPoolTotals
 from smq_lambda.ports import WarmPoolStore
 
 from tests.support.fake_warm_pools import InMemoryWarmPools

@@ -6,9 +6,9 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 
 TABLE = "smq-api-test"
 G5 = "ml.g5.xlarge"

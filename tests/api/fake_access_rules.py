@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from smq_lambda.domain.access import UNRESTRICTED, AccessRules
+from smq_lambda.domain.access.access import UNRESTRICTED, AccessRules
 
 
 class StaticAccessRules:

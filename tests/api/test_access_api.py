@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from smq_lambda.domain.access import FALLBACK, parse_access_rules
+from smq_lambda.domain.access.access import FALLBACK, parse_access_rules
 
 from tests.api.builders import ALICE, BOB, training_request
 from tests.api.fake_access_rules import StaticAccessRules

@@ -1,4 +1,4 @@
-"""Access rules (domain/access.py): the operators' document, and what each caller may do under it."""
+"""Access rules (domain/access/access.py): the operators' document, and what each caller may do under it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.access import (
+from smq_lambda.domain.access.access import (
     FALLBACK,
     UNRESTRICTED,
     AccessPolicy,
@@ -15,8 +15,8 @@ from smq_lambda.domain.access import (
     AccessRules,
     parse_access_rules,
 )
-from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY
-from smq_lambda.domain.principals import OwnerScope
+from smq_lambda.domain.access.principals import OwnerScope
+from smq_lambda.domain.jobs.model import MAX_PRIORITY, MIN_PRIORITY
 from smq_lambda.errors import AccessDenied, ConfigError
 
 ACCOUNT = "123456789012"

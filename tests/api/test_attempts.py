@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 
 from tests.api.builders import BOB, G5, complete, run, training_request
 from tests.api.gateway import ApiGateway, Reply

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
-from smq_lambda.domain.costs import AttemptCost
+from smq_lambda.domain.costs.costs import AttemptCost
 
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
 from tests.api.gateway import ApiGateway

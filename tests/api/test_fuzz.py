@@ -21,7 +21,7 @@ from botocore.validate import ParamValidator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from smq_lambda.adapters.page_token import encode_page_token
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
+from smq_lambda.domain.sagemaker.request_shape import CREATE_TRAINING_JOB, input_shape
 
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
 from tests.api.gateway import LAMBDA_CONTEXT, ApiGateway, api_event, check_exchange

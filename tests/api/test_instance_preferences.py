@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.placement import Placement, pinned_request
-from smq_lambda.domain.warm_pools import warm_key_of
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.placements.placement import Placement, pinned_request
+from smq_lambda.domain.warm.warm_pools import warm_key_of
 from smq_lambda.governance.policy import Policy
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
 from smq_lambda.scheduling.snapshot import SchedulerConfig

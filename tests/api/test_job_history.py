@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from smq_lambda.domain.model import MAX_INLINE_ATTEMPTS
+from smq_lambda.domain.jobs.model import MAX_INLINE_ATTEMPTS
 
 from tests.adapters.bounds import attempted
 from tests.api.builders import ALICE, BOB, complete, run, training_request

@@ -1,11 +1,11 @@
-"""Principal patterns and ownership (domain/principals.py): which callers a configured ARN names."""
+"""Principal patterns and ownership (domain/access/principals.py): which callers a configured ARN names."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.principals import OwnerScope, is_owner, matches, pattern_problem, role_session
+from smq_lambda.domain.access.principals import OwnerScope, is_owner, matches, pattern_problem, role_session
 
 ACCOUNT = "123456789012"
 OTHER_ACCOUNT = "210987654321"

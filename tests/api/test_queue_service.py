@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.service.queue_api import WRITE_ATTEMPTS, QueueService

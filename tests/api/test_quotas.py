@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 
 from tests.api.builders import G5, P5, run, training_request

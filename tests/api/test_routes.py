@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from smq_lambda.domain import lifecycle
+from smq_lambda.domain.jobs import lifecycle
 from smq_lambda.handlers.api import MAX_BODY_BYTES
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 

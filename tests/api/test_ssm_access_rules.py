@@ -15,7 +15,7 @@ from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 from moto import mock_aws
 from smq_lambda.adapters.ssm_access_rules import SsmAccessRules
-from smq_lambda.domain.access import FALLBACK, AccessRule
+from smq_lambda.domain.access.access import FALLBACK, AccessRule
 from smq_lambda.errors import ServiceUnavailable
 
 from tests.support.aws import REGION, use_test_credentials

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from smq_lambda.domain.instance_groups import MAX_INSTANCE_COUNT
-from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import MAX_PRIORITY, MIN_PRIORITY
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.sagemaker.instance_groups import MAX_INSTANCE_COUNT
+from smq_lambda.domain.sagemaker.request_shape import CREATE_TRAINING_JOB, input_shape
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, new_job

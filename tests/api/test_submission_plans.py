@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.domain.placement import Placement, pinned_request
-from smq_lambda.domain.plan_document import PlanWindow, TrainingPlan, plan_pools
+from smq_lambda.domain.config.plan_document import PlanWindow, TrainingPlan, plan_pools
+from smq_lambda.domain.placements.placement import Placement, pinned_request
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job

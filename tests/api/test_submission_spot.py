@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.spot_document import AdaptiveSpot, SpotSection
+from smq_lambda.domain.config.spot_document import AdaptiveSpot, SpotSection
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job

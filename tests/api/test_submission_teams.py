@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.teams import Quota, Teams
+from smq_lambda.domain.config.teams import Quota, Teams
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.submission import SubmissionPolicy, new_job

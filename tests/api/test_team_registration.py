@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from smq_lambda.domain.teams import Quota, Teams
+from smq_lambda.domain.config.teams import Quota, Teams
 
 from tests.api.builders import G5, TABLE, training_request
 from tests.api.gateway import ApiGateway

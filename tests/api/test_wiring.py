@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 from smq.local.template import load_template
 from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
-from smq_lambda.domain.access import parse_access_rules
+from smq_lambda.domain.access.access import parse_access_rules
 from smq_lambda.handlers import api
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 from smq_lambda.service import queue_api

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from smq.local.api_front import ApiFront
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.handlers.api import create_app, lambda_handler
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.cost_reports import CostReports

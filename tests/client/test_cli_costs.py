@@ -15,7 +15,7 @@ from smq.follow import queue_changes
 from smq.formatting import costs_table, describe_text, short_owner
 from smq.jobs import estimated_cost_text, queued_message, usd_text
 from smq.queue import TrainingQueue
-from smq_lambda.domain.costs import AttemptCost
+from smq_lambda.domain.costs.costs import AttemptCost
 
 from tests.client.queue_world import POOL, QueueWorld, training_request
 from tests.client.test_cli import ALICE, job, rows, run

@@ -13,7 +13,7 @@ import pytest
 from smq.cli import main as cli
 from smq.formatting import quotas_table, status_table
 from smq.queue import TrainingQueue
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
 
 from tests.client.queue_world import POOL, QueueWorld, training_request
 from tests.client.test_cli import job, rows, run

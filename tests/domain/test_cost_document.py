@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.config_document import ConfigDocumentError, ConfigWarning, parse_config_document
+from smq_lambda.domain.config.config_document import ConfigDocumentError, ConfigWarning, parse_config_document
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"

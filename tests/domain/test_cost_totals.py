@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.cost_totals import MAX_TAG_GROUP_BYTES, UNTAGGED, CostFigures, cost_groups, tag_group
-from smq_lambda.domain.costs import attempt_cost
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.domain.config.teams import UNASSIGNED
+from smq_lambda.domain.costs.cost_totals import MAX_TAG_GROUP_BYTES, UNTAGGED, CostFigures, cost_groups, tag_group
+from smq_lambda.domain.costs.costs import attempt_cost
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 
 G5 = "ml.g5.xlarge"
 ENDED = datetime(2026, 11, 26, 12, tzinfo=UTC)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.costs import (
+from smq_lambda.domain.costs.costs import (
     REDONE_WITH_CHECKPOINTS_S,
     SAGEMAKER_DEFAULT_MAX_RUNTIME_S,
     accrued_cost,
@@ -17,9 +17,9 @@ from smq_lambda.domain.costs import (
     estimated_cost,
     hourly_rate,
 )
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
 PRICES = {"ml.g5.xlarge": 1.0, "ml.p5.48xlarge": 36.0}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from smq_lambda.domain.durations import MAX_EXPECTED_DURATION_S, parse_duration
+from smq_lambda.domain.jobs.durations import MAX_EXPECTED_DURATION_S, parse_duration
 
 
 @pytest.mark.parametrize(

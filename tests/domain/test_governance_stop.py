@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 from smq_lambda.adapters.item_codec import from_item, to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.training_status import apply_status, vanished
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.jobs.training_status import apply_status, vanished
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 
 from tests.adapters.builders import T0, job
 

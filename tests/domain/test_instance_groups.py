@@ -6,8 +6,8 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.instance_groups import requested_groups
-from smq_lambda.domain.model import demand_of
+from smq_lambda.domain.jobs.model import demand_of
+from smq_lambda.domain.sagemaker.instance_groups import requested_groups
 
 TYPES = ("ml.g5.xlarge", "ml.p5.48xlarge", "ml.c5.18xlarge")
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import java_regex
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
+from smq_lambda.domain.sagemaker import java_regex
+from smq_lambda.domain.sagemaker.request_shape import CREATE_TRAINING_JOB, input_shape
 
 TAG = r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"
 LAMBDA_ARN = r"arn:[\p{Alnum}\-]+:lambda:[\p{Alnum}\-]+:[0-9]{12}:function:.*"

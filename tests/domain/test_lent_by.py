@@ -1,10 +1,10 @@
-"""The one rule of whose idle quota borrowed instances run on (`domain.teams.lent_by`)."""
+"""The one rule of whose idle quota borrowed instances run on (`domain.config.teams.lent_by`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams, lent_by
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams, lent_by
 
 P = "ml.p5.48xlarge"
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.lifecycle import BACKOFF_BASE, BACKOFF_MAX, StartRetryLimits, backoff, refuse_start
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.lifecycle import BACKOFF_BASE, BACKOFF_MAX, StartRetryLimits, backoff, refuse_start
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 NO_LIMITS = StartRetryLimits(max_refusals=10**9, max_duration=timedelta.max)

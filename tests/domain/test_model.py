@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.lifecycle import StartRetryLimits
-from smq_lambda.domain.model import (
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.lifecycle import StartRetryLimits
+from smq_lambda.domain.jobs.model import (
     ATTEMPT_NONCE_BYTES,
     MAX_HISTORY,
     MAX_INLINE_ATTEMPTS,
@@ -27,8 +27,8 @@ from smq_lambda.domain.model import (
     scheduling_order,
     with_attempt,
 )
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 
 names = st.from_regex(r"\A[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 nonces = st.binary(min_size=ATTEMPT_NONCE_BYTES, max_size=ATTEMPT_NONCE_BYTES).map(bytes.hex)

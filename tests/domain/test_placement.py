@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from smq_lambda.domain.model import demand_of
-from smq_lambda.domain.placement import Placement, pinned_request, placements_of, request_as_sent
+from smq_lambda.domain.jobs.model import demand_of
+from smq_lambda.domain.placements.placement import Placement, pinned_request, placements_of, request_as_sent
 
 FLEXIBLE = {
     "EnableManagedSpotTraining": True,

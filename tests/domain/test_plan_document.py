@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.domain.config_document import ConfigDocumentError, parse_config_document
-from smq_lambda.domain.plan_document import PlanWindow, TrainingPlan
+from smq_lambda.domain.config.config_document import ConfigDocumentError, parse_config_document
+from smq_lambda.domain.config.plan_document import PlanWindow, TrainingPlan
 
 P5 = "ml.p5.48xlarge"
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-reserved"

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.costs import hourly_rate
-from smq_lambda.domain.default_prices import DEFAULT_PRICES, default_prices
-from smq_lambda.domain.prices_in_force import (
+from smq_lambda.domain.costs.costs import hourly_rate
+from smq_lambda.domain.costs.default_prices import DEFAULT_PRICES, default_prices
+from smq_lambda.domain.costs.prices_in_force import (
     REFRESH_MAX_AGE,
     PriceOrigin,
     PricesInForce,

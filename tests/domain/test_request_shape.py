@@ -9,7 +9,7 @@ import pytest
 from botocore.model import ServiceModel
 from botocore.validate import ParamValidator
 from hypothesis import HealthCheck, find, given, settings
-from smq_lambda.domain.request_shape import (
+from smq_lambda.domain.sagemaker.request_shape import (
     CREATE_TRAINING_JOB,
     MapKey,
     Rule,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from smq_lambda.domain.config_document import ConfigDocumentError, parse_config_document
-from smq_lambda.domain.spot_document import DEFAULT_HALF_LIFE_S, AdaptiveSpot, SpotSection
+from smq_lambda.domain.config.config_document import ConfigDocumentError, parse_config_document
+from smq_lambda.domain.config.spot_document import DEFAULT_HALF_LIFE_S, AdaptiveSpot, SpotSection
 
 G5 = "ml.g5.xlarge"
 P5 = "ml.p5.48xlarge"

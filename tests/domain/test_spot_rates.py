@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.spot_rates import (
+from smq_lambda.domain.placements.spot_rates import (
     KEEP_FOR,
     MAX_ATTEMPTS,
     MAX_PER_TYPE,

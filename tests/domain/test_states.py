@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from smq_lambda.domain.states import (
+from smq_lambda.domain.jobs.states import (
     ACTIVE_STATES,
     ENTERED_ONLY_WHILE_LIVE,
     LIVE_STATES,

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job, attempt_name
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.training_status import apply_status, is_own_attempt, vanished
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job, attempt_name
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.jobs.training_status import apply_status, is_own_attempt, vanished
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.placement import Placement, pinned_request
-from smq_lambda.domain.warm_match import keep_alive_seconds, matches, may_use_warm_pool, warm_pool_key
+from smq_lambda.domain.placements.placement import Placement, pinned_request
+from smq_lambda.domain.warm.warm_match import keep_alive_seconds, matches, may_use_warm_pool, warm_pool_key
 
 Request = dict[str, Any]
 

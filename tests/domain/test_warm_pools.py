@@ -10,21 +10,15 @@ from typing import Any
 import pytest
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.adapters.sagemaker import attempt_request
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.config_document import ConfigDocumentError, parse_config_document
-from smq_lambda.domain.model import Job, demand_of
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.warm_match import warm_pool_key
-from smq_lambda.domain.warm_pool_document import DEFAULT_MAX_KEEP_ALIVE_S, MAX_KEEP_ALIVE_S, WarmPoolPolicy
-from smq_lambda.domain.warm_pools import (
-    WarmPool,
-    WarmPoolStatus,
-    keep_alive_sent,
-    warm_key_of,
-    warm_pool_left,
-    warm_pool_status_of,
-)
+from smq_lambda.domain.config.config_document import ConfigDocumentError, parse_config_document
+from smq_lambda.domain.config.warm_pool_document import DEFAULT_MAX_KEEP_ALIVE_S, MAX_KEEP_ALIVE_S, WarmPoolPolicy
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job, demand_of
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.sagemaker.warm_pool_status import WarmPoolStatus, warm_pool_status_of
+from smq_lambda.domain.warm.warm_match import warm_pool_key
+from smq_lambda.domain.warm.warm_pools import WarmPool, keep_alive_sent, warm_key_of, warm_pool_left
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.xlarge"
 NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from smq import SmqApiClient
 from smq.local.stack import LocalStack, LocalStackOptions
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 
 from tests.e2e.local import POOL, synthetic_request, wait_for
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.durations import Basis, DurationHistory, DurationSummary, keys_for
 from smq_lambda.forecast.estimate import assumes, estimate_starts, kind_of, remaining
 from smq_lambda.forecast.start_estimate import EstimateKind

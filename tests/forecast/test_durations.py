@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.forecast.durations import (
     BAND_PERCENTILES,
     MAX_COUNTED_JOBS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.purchase import Purchase
+from smq_lambda.domain.placements.purchase import Purchase
 from smq_lambda.forecast.estimate import estimate_starts
 
 from tests.scheduling.builders import G5, NOW

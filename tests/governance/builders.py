@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.policy import Policy
 

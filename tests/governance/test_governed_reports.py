@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.purchase import Purchase
-from smq_lambda.domain.states import IllegalTransition, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import IllegalTransition, JobState
+from smq_lambda.domain.placements.purchase import Purchase
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy, RetryPolicy
 from smq_lambda.governance.spot import OnDemandCapacity

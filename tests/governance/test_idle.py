@@ -13,8 +13,8 @@ import pytest
 from botocore.validate import validate_parameters
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import TRAINING_JOB_NAME_MAX
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.actions import DeleteIdleAlarms, PutIdleAlarms, StopIdleJob
 from smq_lambda.governance.idle import (
     STACK_NAME_MAX,

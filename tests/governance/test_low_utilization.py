@@ -12,8 +12,8 @@ import pytest
 from botocore.validate import validate_parameters
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.actions import DeleteIdleAlarms, PutIdleAlarms, WarnLowUtilization
 from smq_lambda.governance.idle import (
     AlarmRef,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.notices import SUBJECT_MAX, NoticeAction, about_job, about_outside_job
 
 from .builders import job

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
+from smq_lambda.domain.config.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.governance.policy import PolicyError, parse_policy
 
 HUGE = 10**400

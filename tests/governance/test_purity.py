@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import smq_lambda.governance
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.idle import alarm_requests, decide_idle, orphaned
 from smq_lambda.governance.idle_notifications import parse_notification
 from smq_lambda.governance.limits import check_outside_job

@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 import pytest
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy, RetryPolicy
 from smq_lambda.governance.retry import FAILURE_TABLE, Cause, classify, decide_failure, trained_seconds

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job, demand_of
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import placements_of
-from smq_lambda.domain.purchase import purchase_of
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Quota, Sharing, Teams
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job, demand_of
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import placements_of
+from smq_lambda.domain.placements.purchase import purchase_of
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import (

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import TrainingServiceError
 from smq_lambda.governance.idle import AlarmPrefix, parse_alarm_name
 from smq_lambda.governance.limits import UNKNOWN_CREATOR

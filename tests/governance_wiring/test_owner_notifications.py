@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from smq_lambda.adapters.sns_notifier import SnsNotifier
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.idle import alarm_name
 from smq_lambda.governance.notices import Notice, NoticeAction
 from smq_lambda.governance.policy import IdlePolicy, Policy

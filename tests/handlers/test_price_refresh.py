@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from smq_lambda.adapters.price_list import SageMakerPriceList
 from smq_lambda.adapters.price_source import DynamoRefreshedPrices
-from smq_lambda.domain.prices_in_force import RefreshedPrices
+from smq_lambda.domain.costs.prices_in_force import RefreshedPrices
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.handlers.price_refresh import NoPricesFound, refresh
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from smq.local.lambda_context import LambdaContext
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Teams
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Teams
 from smq_lambda.handlers import scheduler as scheduler_handler
 from smq_lambda.handlers.team_metrics import record_team_metrics
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure

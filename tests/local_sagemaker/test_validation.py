@@ -10,7 +10,12 @@ from conftest import job_request
 from hypothesis import HealthCheck, given, settings
 from smq.local.sagemaker.errors import ApiError, SerializationError, ValidationError
 from smq.local.sagemaker.validation import Problems, check_tags, validate_create, wire_path
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, MapKey, create_training_job_violations, input_shape
+from smq_lambda.domain.sagemaker.request_shape import (
+    CREATE_TRAINING_JOB,
+    MapKey,
+    create_training_job_violations,
+    input_shape,
+)
 
 from tests.support.request_shapes import values_for
 

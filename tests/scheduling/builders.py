@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Attempt, Job, attempt_name
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Attempt, Job, attempt_name
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy
 

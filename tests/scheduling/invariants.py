@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, Job, demand_of
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.jobs.model import ATTEMPT_TAG, JOB_TAG, Job, demand_of
+from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.invariants import check_pass as product_invariants
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.teams import Aging, PreemptionRules
+from smq_lambda.domain.config.teams import Aging, PreemptionRules
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
 from smq_lambda.scheduling.aging import boost
 from smq_lambda.scheduling.decide import decide

@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.budget_hold import BudgetBook
 from smq_lambda.scheduling.decide import decide, decide_pass

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
-from smq_lambda.domain.config_document import ConfigDocumentError, QueueConfigDocument, parse_config_document
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import decay_usage, held_by_team
+from smq_lambda.domain.config.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
+from smq_lambda.domain.config.config_document import ConfigDocumentError, QueueConfigDocument, parse_config_document
+from smq_lambda.domain.config.teams import decay_usage, held_by_team
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.estimate import estimate_starts
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide_pass

@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import gates
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
 from smq_lambda.scheduling.decide import decide_pass, open_pass

@@ -7,11 +7,11 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling.actions import Action, ExplainWait, StartJob
 from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.invariants import Invariant, check_pass

@@ -8,16 +8,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement, pinned_request
-from smq_lambda.domain.plan_document import PlanWindow, TrainingPlan
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
-from smq_lambda.domain.teams import Quota, Sharing, Teams
-from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.plan_document import PlanWindow, TrainingPlan
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.warm_pool_document import WarmPoolPolicy
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.placement import Placement, pinned_request
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.governance.spot import on_demand_request
 from smq_lambda.scheduling.actions import ExplainWait, ReleaseWarmPool, StartJob
 from smq_lambda.scheduling.decide import Decision, decide_pass

@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.costs import attempt_cost, estimated_cost
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.states import LIVE_STATES
+from smq_lambda.domain.costs.costs import attempt_cost, estimated_cost
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import LIVE_STATES
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
 

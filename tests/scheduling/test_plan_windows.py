@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.plan_document import PlanWindow, TrainingPlan, plan_pools
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.plan_document import PlanWindow, TrainingPlan, plan_pools
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.forecast.queue_replay import Replay
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy
 

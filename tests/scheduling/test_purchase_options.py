@@ -11,12 +11,12 @@ from datetime import timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.spot_document import AdaptiveSpot, SpotSection
-from smq_lambda.domain.states import LIVE_STATES
+from smq_lambda.domain.config.spot_document import AdaptiveSpot, SpotSection
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import LIVE_STATES
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.purchase_options import listed_windows, offer, requeued_at

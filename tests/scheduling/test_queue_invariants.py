@@ -7,9 +7,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.scheduling.invariants import TrainingJobView, Violation, check_queue_against_sagemaker
 from tests.service.harness import POOL, queued_job

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import SchedulerConfig

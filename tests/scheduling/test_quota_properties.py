@@ -18,9 +18,9 @@ from datetime import timedelta
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
-from smq_lambda.domain.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import QUOTA_PREEMPTION_DEFAULTS, PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.scheduling.actions import PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.preemption import protection

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide

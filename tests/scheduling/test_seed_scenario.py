@@ -7,7 +7,7 @@ job2 completes, job1 resumes before job3 because it was submitted first.
 
 from __future__ import annotations
 
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide
 from smq_lambda.scheduling.snapshot import Snapshot

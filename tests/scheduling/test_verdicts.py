@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
 from smq_lambda.scheduling import verdicts
 from smq_lambda.scheduling.actions import PreemptJob, StartJob
 from smq_lambda.scheduling.decide import decide_pass

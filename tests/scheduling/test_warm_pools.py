@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
-from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S, WarmPool
+from smq_lambda.domain.config.warm_pool_document import WarmPoolPolicy
+from smq_lambda.domain.warm.warm_pools import REUSE_KEEP_ALIVE_S, WarmPool
 from smq_lambda.scheduling.actions import ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.decide import Decision, decide_pass
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
-from smq_lambda.domain.model import Job, demand_of
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.jobs.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
+from smq_lambda.domain.jobs.model import Job, demand_of
+from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.ports import CostLedger, DurationStore, JobStore, PriceSource, TrainingEndListener
 from smq_lambda.service.idle_watch import IdleWatch

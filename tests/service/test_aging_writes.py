@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Aging
+from smq_lambda.domain.config.teams import Aging
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.service.harness import POOL, World
 

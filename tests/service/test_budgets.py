@@ -8,10 +8,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.costs import AttemptCost
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.costs.costs import AttemptCost
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import AccessDenied, InvalidRequest
 from smq_lambda.governance.notices import NoticeAction
 from smq_lambda.service.budget_warnings import BudgetWarnings

@@ -18,8 +18,8 @@ from moto import mock_aws
 from smq.local.atomic_dynamodb import make_moto_dynamodb_atomic
 from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.cost_totals import CostFigures
-from smq_lambda.domain.costs import AttemptCost
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.domain.config.teams import UNASSIGNED
+from smq_lambda.domain.costs.cost_totals import CostFigures
+from smq_lambda.domain.costs.costs import AttemptCost
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.ports import TrainingEndListener

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.access import AccessRule, AccessRules
-from smq_lambda.domain.cost_totals import OTHER_OWNERS, CostFigures
-from smq_lambda.domain.costs import AttemptCost
-from smq_lambda.domain.principals import OwnerScope
+from smq_lambda.domain.access.access import AccessRule, AccessRules
+from smq_lambda.domain.access.principals import OwnerScope
+from smq_lambda.domain.costs.cost_totals import OTHER_OWNERS, CostFigures
+from smq_lambda.domain.costs.costs import AttemptCost
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.service.cost_reports import Accrual, CostReports, DaysBack, report_days
 from smq_lambda.service.submission import SubmissionPolicy, new_job

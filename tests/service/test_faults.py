@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.domain.states import ACTIVE_STATES
+from smq_lambda.domain.jobs.states import ACTIVE_STATES
 from smq_lambda.errors import JobConflict, JobNotFound, ServiceUnavailable, VersionConflict
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.queue_api import QueueService

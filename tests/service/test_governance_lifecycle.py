@@ -7,12 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import purchase_of, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import purchase_of, spot_pool
 from smq_lambda.governance.policy import Policy, RetryPolicy
 
 from tests.service.harness import POOL, World, queued_job

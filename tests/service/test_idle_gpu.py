@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import AlarmServiceError, ConfigError
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.governance.idle_scope import EXEMPT_TAG

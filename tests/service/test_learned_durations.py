@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 
 import pytest
-from smq_lambda.domain.purchase import purchase_of, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.placements.purchase import purchase_of, spot_pool
 from smq_lambda.forecast.durations import DurationKey, Level
 from smq_lambda.forecast.start_estimate import EstimateKind
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from smq_lambda.domain.budgets import Budget, BudgetAction
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import purchase_of, spot_pool
-from smq_lambda.domain.spot_document import AdaptiveSpot, SpotSection
-from smq_lambda.domain.spot_rates import with_interruptions
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.spot_document import AdaptiveSpot, SpotSection
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import purchase_of, spot_pool
+from smq_lambda.domain.placements.spot_rates import with_interruptions
 from smq_lambda.forecast.start_estimate import StartEstimate
 
 from tests.service.harness import POOL, World, queued_job

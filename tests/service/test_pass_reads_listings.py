@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.placement import placements_of
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import placements_of
 from smq_lambda.service.queue_api import QueueService
 
 from tests.service.harness import POOL, World, queued_job

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.plan_document import PlanWindow, TrainingPlan, plan_pools
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import PreemptionRules
+from smq_lambda.domain.config.plan_document import PlanWindow, TrainingPlan, plan_pools
+from smq_lambda.domain.config.teams import PreemptionRules
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.governance.notices import NoticeAction
 
 from tests.service.harness import POOL, World, queued_job

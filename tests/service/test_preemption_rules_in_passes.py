@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.lifecycle import SCHEDULER
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import PreemptionRules
+from smq_lambda.domain.config.teams import PreemptionRules
+from smq_lambda.domain.jobs.lifecycle import SCHEDULER
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.service.harness import World
 

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
-from smq_lambda.domain.training_status import is_own_attempt
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs.training_status import is_own_attempt
 from smq_lambda.handlers.scheduler import handle_batch
 
 from tests.service.harness import World, queued_job

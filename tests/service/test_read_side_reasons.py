@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.service.queue_api import QueueService
 
 from tests.service.harness import POOL, World, queued_job

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import JobStore
 from smq_lambda.scheduling.window import SKIP_LOOKAHEAD
 

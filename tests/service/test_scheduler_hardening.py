@@ -9,8 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.domain.lifecycle import BACKOFF_MAX, StartRetryLimits
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.lifecycle import BACKOFF_MAX, StartRetryLimits
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.pool_usage import PoolMeasure
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import purchase_of, spot_pool
-from smq_lambda.domain.spot_document import AdaptiveSpot, SpotSection
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.spot_document import AdaptiveSpot, SpotSection
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import purchase_of, spot_pool
 
 from tests.service.harness import POOL, World, queued_job
 from tests.service.test_governance_lifecycle import report

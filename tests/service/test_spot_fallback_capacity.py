@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.purchase import spot_pool
-from smq_lambda.domain.spot_document import SpotSection
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.purchase import spot_pool
 
 from tests.service.harness import POOL, World
 from tests.service.test_governance_lifecycle import interrupt, report, running_spot_job

@@ -8,9 +8,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.pool_usage import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy

@@ -8,9 +8,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Teams, decay_usage
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Teams, decay_usage
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.pool_usage import TeamUsageRecord
 from smq_lambda.scheduling import window

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.ports import HistoryEntry, HistoryPosition
 from smq_lambda.service.timeline import (

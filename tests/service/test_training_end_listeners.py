@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.handlers.scheduler import handle_batch
 

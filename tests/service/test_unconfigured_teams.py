@@ -12,9 +12,9 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.model import Job, order_key
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import Quota, Sharing, Teams
+from smq_lambda.domain.jobs.model import Job, order_key
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service import passes

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
-from smq_lambda.domain.warm_pools import WarmPoolStatus, warm_key_of
+from smq_lambda.domain.config.warm_pool_document import WarmPoolPolicy
+from smq_lambda.domain.sagemaker.warm_pool_status import WarmPoolStatus
+from smq_lambda.domain.warm.warm_pools import warm_key_of
 from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
 from tests.service.harness import POOL, World, queued_job

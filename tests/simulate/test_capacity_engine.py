@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from smq.simulate.placement_workloads import warm_pools
-from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.replay.virtual_queue import EPOCH
 from smq_lambda.scheduling.actions import Action

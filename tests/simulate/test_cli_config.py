@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from smq.cli.main import main
 from smq.simulate import cli
-from smq_lambda.domain.teams import Aging, PreemptionRules, Quota, Sharing
+from smq_lambda.domain.config.teams import Aging, PreemptionRules, Quota, Sharing
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 POOL = "ml.p5.48xlarge"

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from smq.cli.main import main
-from smq_lambda.domain.config_document import parse_config_document
-from smq_lambda.domain.cost_totals import CostFigures
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.config_document import parse_config_document
+from smq_lambda.domain.costs.cost_totals import CostFigures
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.replay.virtual_queue import EPOCH
 from smq_lambda.scheduling.actions import ExplainWait

@@ -8,10 +8,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
-from smq_lambda.domain.model import Attempt, Job, attempt_name
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import PreemptionRules, Quota, Teams
+from smq_lambda.domain.config.teams import PreemptionRules, Quota, Teams
+from smq_lambda.domain.jobs.model import Attempt, Job, attempt_name
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.durations import Basis
 from smq_lambda.forecast.estimate import assumes, estimate_starts, remaining
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, UnpooledPolicy

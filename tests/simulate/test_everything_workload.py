@@ -25,9 +25,9 @@ from smq.simulate.everything_workload import (
     simulate_everything,
 )
 from smq.simulate.placement_workloads import FAST, SLOW, WARM_TYPE
-from smq_lambda.domain.budgets import BudgetAction
-from smq_lambda.domain.purchase import spot_pool
-from smq_lambda.domain.teams import Sharing
+from smq_lambda.domain.config.teams import Sharing
+from smq_lambda.domain.costs.budgets import BudgetAction
+from smq_lambda.domain.placements.purchase import spot_pool
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.simulation.trace import TraceError, check_pools, parse_trace, write_trace
 

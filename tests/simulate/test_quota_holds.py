@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from smq_lambda.domain.teams import PreemptionRules, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import PreemptionRules, Quota, Sharing, Teams
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Timing, simulate
 from smq_lambda.simulation.trace import parse_trace

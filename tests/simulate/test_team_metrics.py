@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.simulation.engine import Result, Timing, simulate

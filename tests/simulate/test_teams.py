@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from smq.cli.main import main
 from smq.simulate.workloads import TEAMS_POOL, teams
-from smq_lambda.domain.config_document import parse_config_document
-from smq_lambda.domain.teams import Quota, Teams
+from smq_lambda.domain.config.config_document import parse_config_document
+from smq_lambda.domain.config.teams import Quota, Teams
 from smq_lambda.pool_usage import TeamUsageRecord
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action

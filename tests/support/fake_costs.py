@@ -9,15 +9,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date
 
-from smq_lambda.domain.cost_totals import (
+from smq_lambda.domain.costs.cost_totals import (
     MAX_TAG_GROUPS_PER_DAY,
     OTHER,
     TAG_DIMENSION_PREFIX,
     CostFigures,
     tag_group,
 )
-from smq_lambda.domain.costs import AttemptCost, Prices
-from smq_lambda.domain.prices_in_force import PriceOrigin, PricesInForce
+from smq_lambda.domain.costs.costs import AttemptCost, Prices
+from smq_lambda.domain.costs.prices_in_force import PriceOrigin, PricesInForce
 from smq_lambda.errors import ServiceUnavailable
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from smq_lambda.domain.spot_rates import SpotInterruptions
+from smq_lambda.domain.placements.spot_rates import SpotInterruptions
 from smq_lambda.errors import VersionConflict
 
 

@@ -7,7 +7,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime
 
-from smq_lambda.domain.warm_pools import WarmPool, WarmPoolTotals
+from smq_lambda.domain.warm.warm_pools import WarmPool, WarmPoolTotals
 
 
 class InMemoryWarmPools:

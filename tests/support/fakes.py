@@ -34,10 +34,10 @@ from smq_lambda.adapters.item_codec import (
 from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
 from smq_lambda.adapters.pending_listing import listing_changes, pending_job
 from smq_lambda.adapters.sagemaker import BUSY_STATUSES, attempt_request
-from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
-from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.warm_pools import WarmPoolStatus
+from smq_lambda.domain.jobs.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
+from smq_lambda.domain.jobs.states import LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.warm_pool_status import WarmPoolStatus
 from smq_lambda.errors import (
     AlarmServiceError,
     JobConflict,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-from smq_lambda.domain import java_regex
+from smq_lambda.domain.sagemaker import java_regex
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
 json_values = st.recursive(

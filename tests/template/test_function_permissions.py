@@ -25,7 +25,7 @@ from smq_lambda.adapters.dynamodb_spot_rates import SPOT_INTERRUPTIONS_KEY
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_warm_pools import warm_pool_key
 from smq_lambda.adapters.price_source import PRICES_KEY
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.idle import AlarmPrefix, alarm_name
 from smq_lambda.service.idle_watch import IdleWatch
 

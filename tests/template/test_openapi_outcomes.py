@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 
 
 def test_the_attempt_outcome_enum_is_every_attempt_outcome_or_null(openapi_doc: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ import pytest
 from jsonschema.exceptions import ValidationError
 from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
+from smq_lambda.domain.sagemaker.request_shape import CREATE_TRAINING_JOB, input_shape
 from smq_lambda.service.submission import REQUIRED_MEMBERS
 
 CONTRACT = {

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from smq_lambda.adapters.item_codec import from_item, to_item
-from smq_lambda.domain.model import Attempt
+from smq_lambda.domain.jobs.model import Attempt
 
 from tests.adapters.builders import T0, job
 from tests.support.aws import pending_index_attributes

@@ -175,7 +175,7 @@ class _ConfigRefused(Exception):
 def _config(args: argparse.Namespace) -> dict[str, Any] | None:
     """The document of --config, checked by the rules the functions will apply to it, so that a
     mistake is reported now rather than refused by every function later."""
-    from smq_lambda.domain.config_document import parse_config_document
+    from smq_lambda.domain.config.config_document import parse_config_document
     from smq_lambda.errors import ConfigError
 
     path: Path | None = args.config
@@ -247,7 +247,7 @@ def _print_up(stack: LocalStack) -> None:
 def _pools(options: LocalStackOptions) -> dict[str, int]:
     if options.config is None:
         return dict(options.capacity)
-    from smq_lambda.domain.config_document import parse_config_document
+    from smq_lambda.domain.config.config_document import parse_config_document
 
     return dict(parse_config_document(options.config, source="--config").pools)
 

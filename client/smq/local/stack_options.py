@@ -49,7 +49,7 @@ LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 class LocalStackOptions:
     capacity: Mapping[str, int] = field(default_factory=lambda: {"ml.m5.xlarge": 2})
     config: Mapping[str, Any] | None = None
-    """The queue's configuration document (domain/config_document.py: pools, team quotas,
+    """The queue's configuration document (domain/config/config_document.py: pools, team quotas,
     preemption and aging rules) written to the pools parameter in place of `capacity`."""
     executor: str = "process"
     workdir: Path = Path(".smq-local")

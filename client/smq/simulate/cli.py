@@ -25,7 +25,7 @@ from smq.simulate.report import cost_table, estimate_table, metrics_table, team_
 from smq.simulate.workloads import GENERATORS, Workload
 
 if TYPE_CHECKING:
-    from smq_lambda.domain.config_document import QueueConfigDocument
+    from smq_lambda.domain.config.config_document import QueueConfigDocument
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -186,7 +186,7 @@ def read_trace(path: str) -> list[TraceJob]:
 def config_of(args: argparse.Namespace) -> SchedulerConfig:
     """The document of --config (pools, teams, preemption and aging rules), then the pools of
     --capacity on top (a pool given twice takes the later count); --backfill."""
-    from smq_lambda.domain.config_document import QueueConfigDocument, with_pools
+    from smq_lambda.domain.config.config_document import QueueConfigDocument, with_pools
     from smq_lambda.errors import ConfigError
 
     document = read_config(args.config) if args.config is not None else QueueConfigDocument(pools={})
@@ -202,7 +202,7 @@ def config_of(args: argparse.Namespace) -> SchedulerConfig:
 
 def read_config(path: Path) -> QueueConfigDocument:
     """The configuration document the deployed queue reads from SSM, checked by the same rules."""
-    from smq_lambda.domain.config_document import parse_config_document
+    from smq_lambda.domain.config.config_document import parse_config_document
     from smq_lambda.errors import ConfigError
 
     try:

@@ -5,7 +5,7 @@ real account runs them, so that what goes wrong only where features meet shows i
   windows every 12 hours for 40 days, then one on the first of each month); ml.g5.48xlarge on
   demand (`slow`) and on spot (`slow_spot`: a `spot` section with `on_demand_after_s` and an
   adaptive rate); ml.g5.12xlarge on demand (`warm`).
-- Teams, one per way of sharing (domain/teams.py): vision lends and borrows with no limit, nlp
+- Teams, one per way of sharing (domain/config/teams.py): vision lends and borrows with no limit, nlp
   borrows up to 2 instances per pool, speech lends, research reserves. Quotas of 1/8, 2/8, 2/8 and
   2/8 of every pool but the plan's; the rest, and the plan, for the jobs of no team.
 - Jobs, by kind (the prefix of their names), dealt from a shuffled deck so that every kind comes up
@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from smq_lambda.domain.budgets import BudgetAction, next_month_start
-from smq_lambda.domain.config_document import parse_config_document
-from smq_lambda.domain.plan_document import MAX_WINDOWS, PLAN_POOL_PREFIX
-from smq_lambda.domain.purchase import Purchase, spot_pool
-from smq_lambda.domain.teams import Sharing
+from smq_lambda.domain.config.config_document import parse_config_document
+from smq_lambda.domain.config.plan_document import MAX_WINDOWS, PLAN_POOL_PREFIX
+from smq_lambda.domain.config.teams import Sharing
+from smq_lambda.domain.costs.budgets import BudgetAction, next_month_start
+from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.replay.events import DEFAULT_TIMING, Timing
 from smq_lambda.replay.trace_job import TraceJob, TracePreference
 from smq_lambda.replay.virtual_queue import EPOCH, PassObserver

@@ -16,8 +16,8 @@ from smq_lambda.adapters.attribute_values import (
     optional_time,
     parse_time,
 )
-from smq_lambda.domain.model import Attempt, Change
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.jobs.model import Attempt, Change
+from smq_lambda.domain.placements.placement import Placement
 
 
 def attempt_to_map(attempt: Attempt) -> Item:

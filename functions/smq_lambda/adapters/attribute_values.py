@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 
 Item = dict[str, dict[str, Any]]
 

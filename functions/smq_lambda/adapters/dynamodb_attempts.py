@@ -21,7 +21,7 @@ from typing import Any
 
 from smq_lambda.adapters.dynamodb_table import query_pages
 from smq_lambda.adapters.item_codec import Item, attempt_end_day, format_time, from_item
-from smq_lambda.domain.states import LIVE_STATES
+from smq_lambda.domain.jobs.states import LIVE_STATES
 from smq_lambda.ports import HistoryEntry, HistoryPosition
 
 ATTEMPT_END_INDEX = "by-attempt-end"

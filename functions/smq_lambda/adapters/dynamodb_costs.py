@@ -58,7 +58,7 @@ from smq_lambda.adapters.dynamodb_table import (
     get_item,
     transaction_busy,
 )
-from smq_lambda.domain.cost_totals import (
+from smq_lambda.domain.costs.cost_totals import (
     MAX_TAG_GROUPS_PER_DAY,
     OTHER,
     SPEND_KEPT_DAYS,
@@ -66,7 +66,7 @@ from smq_lambda.domain.cost_totals import (
     CostFigures,
     tag_group,
 )
-from smq_lambda.domain.costs import AttemptCost
+from smq_lambda.domain.costs.costs import AttemptCost
 from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
 
 ATTEMPT_PREFIX = "#cost-attempt#"

@@ -35,8 +35,8 @@ from smq_lambda.adapters.item_codec import (
 )
 from smq_lambda.adapters.page_token import decode_page_token, encode_page_token
 from smq_lambda.adapters.pending_listing import pending_job
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import JobPage
 
 STATE_INDEX = "by-state"

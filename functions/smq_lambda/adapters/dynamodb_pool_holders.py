@@ -32,8 +32,8 @@ from botocore.exceptions import ClientError
 
 from smq_lambda.adapters.dynamodb_errors import condition_failed, unavailable_as_typed
 from smq_lambda.adapters.dynamodb_table import batch_get, get_item, transaction_busy
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import LIVE_STATES
 
 POOLS_KEY = "#pools"
 POOL_KEY_PREFIX = "#pool#"

@@ -23,7 +23,7 @@ from smq_lambda.adapters.dynamodb_table import (
 )
 from smq_lambda.adapters.item_codec import IMMUTABLE_ATTRIBUTES, OPTIONAL_ATTRIBUTES, Item
 from smq_lambda.adapters.pending_listing import listing_changes
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
 
 SAVE_ROUNDS = 3

@@ -1,4 +1,4 @@
-"""The SpotInterruptionBook port as one item of the queue table (domain/spot_rates.py).
+"""The SpotInterruptionBook port as one item of the queue table (domain/placements/spot_rates.py).
 
 A report that shows an attempt's new spot interruptions adds them to the book and writes it
 conditional on the version it read: two reports of the same interruption (a duplicate event and
@@ -19,7 +19,7 @@ from typing import Any
 
 from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
-from smq_lambda.domain.spot_rates import Counted, SpotInterruptions
+from smq_lambda.domain.placements.spot_rates import Counted, SpotInterruptions
 from smq_lambda.errors import VersionConflict
 
 SPOT_INTERRUPTIONS_KEY = {"name": {"S": "#spot-interruptions"}}

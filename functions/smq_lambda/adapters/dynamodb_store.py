@@ -47,9 +47,9 @@ from smq_lambda.adapters.dynamodb_table import (
     transaction_busy,
 )
 from smq_lambda.adapters.item_codec import ARCHIVE_SEPARATOR, Item, archive_key, archived, from_item, to_item
-from smq_lambda.domain.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
-from smq_lambda.domain.purchase import spot_pool
-from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs.model import JOB_ID_PATTERN, MAX_EARLIER_JOBS, Job
+from smq_lambda.domain.jobs.states import ENTERED_ONLY_WHILE_LIVE, LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.placements.purchase import spot_pool
 from smq_lambda.errors import JobConflict, ServiceUnavailable
 from smq_lambda.ports import HistoryEntry, HistoryPosition, InUse, JobPage
 

@@ -1,7 +1,7 @@
 """The TeamUsageHistory port as one item of the queue table.
 
 Each pass with team quotas adds the interval since the previous pass to the teams' decayed usage
-(`domain.teams.decay_usage`) and writes the result here, conditional on the record it started from
+(`domain.config.teams.decay_usage`) and writes the result here, conditional on the record it started from
 still being there (by its `at`): two passes that counted the same interval cannot both add it (the
 loser gets VersionConflict, and the next pass counts from the winner's record).
 

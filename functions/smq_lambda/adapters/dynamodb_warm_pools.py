@@ -40,7 +40,8 @@ from smq_lambda.adapters.dynamodb_table import (
     get_item,
     transaction_busy,
 )
-from smq_lambda.domain.warm_pools import REUSED, TERMINATED, WarmPool, WarmPoolTotals
+from smq_lambda.domain.sagemaker.warm_pool_status import REUSED, TERMINATED
+from smq_lambda.domain.warm.warm_pools import WarmPool, WarmPoolTotals
 
 REGISTRY_KEY = "#warm-pools"
 WARM_POOL_PREFIX = "#warm#"

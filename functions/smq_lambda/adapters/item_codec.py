@@ -33,8 +33,8 @@ Item layout (partition key `name`):
                                                    when None)
     budget_override                             BOOL  true when tagged `smq:budget-override` (absent
                                                    when false)
-    purchase                                    S  spot or spot_only (domain/purchase.py; absent: on demand)
-    warm_key                                    S  the warm-pool matching digest (domain/warm_pools.py;
+    purchase                                    S  spot or spot_only (domain/placements/purchase.py; absent: on demand)
+    warm_key                                    S  the warm-pool matching digest (domain/warm/warm_pools.py;
                                                    absent when it leaves and reuses none)
     expected_duration_s, max_runtime_s          N  the `smq:expected-duration` tag and StoppingCondition.
                                                    MaxRuntimeInSeconds, in seconds (absent when None)
@@ -104,10 +104,10 @@ from smq_lambda.adapters.attribute_values import (
     optional_time,
     parse_time,
 )
-from smq_lambda.domain.model import Job, order_key
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.purchase import Purchase
-from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs.model import Job, order_key
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.placements.purchase import Purchase
 
 ARCHIVE_SEPARATOR = "#"
 _INDEX_ATTRIBUTES = ("order_key", "owner_state", "pending_pool", "pending_team")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
-from smq_lambda.domain.model import ORDER_KEY_PATTERN
+from smq_lambda.domain.jobs.model import ORDER_KEY_PATTERN
 from smq_lambda.errors import InvalidRequest
 
 _TOKEN_VERSION = 1

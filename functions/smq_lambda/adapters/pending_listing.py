@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from smq_lambda.adapters.item_codec import ARCHIVE_SEPARATOR, Item, from_item, pending_team_key
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import TRANSITIONS, JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import TRANSITIONS, JobState
 
 LISTING_PREFIX = "#listing#"
 LISTED_ATTRIBUTES = (

@@ -1,4 +1,4 @@
-"""The PriceSource port: the prices in force, from three layers (domain/prices_in_force.py).
+"""The PriceSource port: the prices in force, from three layers (domain/costs/prices_in_force.py).
 
 - the configuration document's `prices`, through the ConfigSource (hot-reloaded within a minute);
 - the daily Price List refresh (handlers/price_refresh.py), one item of the queue table:
@@ -10,7 +10,7 @@
 
   at most a few hundred types of a few dozen bytes each, far below DynamoDB's 400 KB item limit;
   no indexed attribute, so in no index, and no TTL (an old refresh is ignored, never deleted);
-- the shipped defaults for the stack's region (domain/default_prices.py).
+- the shipped defaults for the stack's region (domain/costs/default_prices.py).
 
 The `#prices` item changes once a day, so each container reads it at most every REFRESH_READ_EVERY
 (a read is one eventually consistent GetItem). DynamoDB throttled or out of reach raises
@@ -28,9 +28,9 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed
-from smq_lambda.domain.costs import Prices
-from smq_lambda.domain.default_prices import default_prices
-from smq_lambda.domain.prices_in_force import PricesInForce, RefreshedPrices, prices_in_force
+from smq_lambda.domain.costs.costs import Prices
+from smq_lambda.domain.costs.default_prices import default_prices
+from smq_lambda.domain.costs.prices_in_force import PricesInForce, RefreshedPrices, prices_in_force
 from smq_lambda.ports import ConfigSource
 from smq_lambda.settings import Settings
 

@@ -25,11 +25,12 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from smq_lambda.domain.held_instances import held_instances
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, STACK_TAG, Job
-from smq_lambda.domain.placement import pinned_request
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.warm_pools import warm_pool_status_of, with_keep_alive
+from smq_lambda.domain.jobs.model import ATTEMPT_TAG, JOB_TAG, STACK_TAG, Job
+from smq_lambda.domain.placements.placement import pinned_request
+from smq_lambda.domain.sagemaker.held_instances import held_instances
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.warm_pool_status import warm_pool_status_of
+from smq_lambda.domain.warm.warm_pools import with_keep_alive
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
 logger = Logger(service="smq", child=True)
@@ -110,8 +111,8 @@ def attempt_tags(job: Job, stack: str | None) -> dict[str, str]:
 def attempt_request(job: Job, stack: str | None = None) -> dict[str, Any]:
     """The CreateTrainingJob request of the job's current attempt: the submitted request unchanged,
     except the attempt's name, the queue's tags (see `attempt_tags`), for a flexible job the
-    instances pinned to the attempt's placement (domain/placement.py), and the keep-alive the queue
-    decided (domain/warm_pools.py)."""
+    instances pinned to the attempt's placement (domain/placements/placement.py), and the keep-alive the queue
+    decided (domain/warm/warm_pools.py)."""
     attempt = job.current_attempt
     if attempt is None:
         raise ValueError(f"job {job.name!r} has no attempt to start")

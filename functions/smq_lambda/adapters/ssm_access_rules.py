@@ -14,7 +14,7 @@ from __future__ import annotations
 from aws_lambda_powertools.utilities import parameters
 
 from smq_lambda.adapters.ssm_document import DocumentRules, SsmDocument
-from smq_lambda.domain.access import FALLBACK, AccessRules, parse_access_rules
+from smq_lambda.domain.access.access import FALLBACK, AccessRules, parse_access_rules
 
 INVALID_ACCESS_RULES_METRIC = "InvalidAccessRules"
 

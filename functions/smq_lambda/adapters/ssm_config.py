@@ -1,5 +1,5 @@
 """Scheduler configuration: the configuration document (pools, teams, preemption and aging rules;
-domain/config_document.py) from SSM, hot-reloaded, the rest from the settings.
+domain/config/config_document.py) from SSM, hot-reloaded, the rest from the settings.
 
 The pools parameter is an operator's document (adapters/ssm_document.py): a change reaches every
 function within a minute without a redeploy, and a value that is not JSON or breaks a rule of the
@@ -22,7 +22,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities import parameters
 
 from smq_lambda.adapters.ssm_document import DocumentRules, SsmDocument
-from smq_lambda.domain.config_document import parse_config_document
+from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.errors import ConfigError
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.settings import Settings

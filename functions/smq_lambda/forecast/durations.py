@@ -38,9 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.purchase import spot_pool
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.placements.purchase import spot_pool
 
 FAMILY_TAG = "smq:family"
 """The tag that names a job's family outright (kept as `Job.family` at submission)."""

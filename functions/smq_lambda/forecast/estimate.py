@@ -58,10 +58,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from smq_lambda.domain.budgets import next_month_start
-from smq_lambda.domain.durations import EXPECTED_DURATION_TAG
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.costs.budgets import next_month_start
+from smq_lambda.domain.jobs.durations import EXPECTED_DURATION_TAG
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.durations import NO_HISTORY, Basis, DurationHistory, expected_duration, trained_before
 from smq_lambda.forecast.queue_replay import Replay
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate

@@ -24,10 +24,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from smq_lambda.domain.costs import accrued_cost
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.plan_document import plan_pools
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.plan_document import plan_pools
+from smq_lambda.domain.costs.costs import accrued_cost
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.replay.events import Event, Timing
 from smq_lambda.replay.progress import Progress
 from smq_lambda.replay.timeline import Segment

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 can be property-tested without AWS.
 
 The governance rules have their say before the plain meaning of the status
-(domain/training_status.py): a managed-spot attempt interrupted too often falls back to on-demand
+(domain/jobs/training_status.py): a managed-spot attempt interrupted too often falls back to on-demand
 (governance/spot.py), and so does a spot attempt SageMaker stopped at its MaxWaitTimeInSeconds
 (fails with that reason when tagged `smq:spot-only`) — each only where the queue's on-demand pools
 could hold the job, else it stays on spot or fails saying why — and a failed attempt is retried or
@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.training_status import apply_status
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.jobs.training_status import apply_status
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.governance import notices
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, RetryAttempt, StayOnSpot
 from smq_lambda.governance.notices import Notice, NoticeAction

@@ -28,8 +28,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.model import TRAINING_JOB_NAME_PATTERN, Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import TRAINING_JOB_NAME_PATTERN, Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.governance.actions import (
     DeleteIdleAlarms,
     GovernanceAction,

@@ -19,7 +19,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from smq_lambda.domain.principals import matches
+from smq_lambda.domain.access.principals import matches
 from smq_lambda.errors import AccessDenied, InvalidRequest
 from smq_lambda.governance.policy import IdlePolicy
 from smq_lambda.governance.untyped_fields import is_int, member, tag_map

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from smq_lambda.domain.budgets import Budget, BudgetAction, month_start, next_month_start
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction, month_start, next_month_start
+from smq_lambda.domain.jobs.model import Job
 
 SUBJECT_MAX = 100
 """SNS refuses a longer subject."""

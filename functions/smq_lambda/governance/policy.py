@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
-from smq_lambda.domain.principals import pattern_problem
+from smq_lambda.domain.access.principals import pattern_problem
+from smq_lambda.domain.config.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
 from smq_lambda.errors import ConfigError
 from smq_lambda.governance.untyped_fields import is_int
 
@@ -81,7 +81,7 @@ class IdlePolicy:
     """Watch jobs on instances without GPUs (governance/idle.py) on their `CPUUtilization`, summed
     over a host's vCPUs, with the same periods; None (the default): they are not watched."""
     exempt_principals: tuple[str, ...] = ()
-    """Principal patterns (domain/principals.py) that may submit a job tagged `smq:idle-exempt`
+    """Principal patterns (domain/access/principals.py) that may submit a job tagged `smq:idle-exempt`
     (never stopped as idle: an interactive debugging job looks idle); empty: nobody may."""
 
 

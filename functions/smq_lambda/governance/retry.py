@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.governance.actions import FailJob, RetryAttempt
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import is_int, member, moment, reported_running_attempt

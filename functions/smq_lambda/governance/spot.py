@@ -10,7 +10,7 @@ next attempt resumes where the last checkpoint left it. The on-demand request re
 one, so the job never goes back to spot, and it waits in the queue like any other attempt.
 
 A spot attempt SageMaker stopped at its MaxWaitTimeInSeconds (`MaxWaitTimeExceeded`) falls back
-the same way when its job allows on demand (domain/purchase.py); a job tagged `smq:spot-only` ends
+the same way when its job allows on demand (domain/placements/purchase.py); a job tagged `smq:spot-only` ends
 failed with that reason instead.
 
 A job falls back only where the queue could ever start it on demand (`OnDemandCapacity`): some
@@ -37,13 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
-from smq_lambda.domain.purchase import purchase_of
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Teams, named
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.config.teams import Teams, named
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import SPOT_MEMBER, SPOT_ONLY_STOPPING_MEMBER
+from smq_lambda.domain.placements.purchase import purchase_of
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.governance.actions import FailJob, FallBackToOnDemand, StayOnSpot
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.untyped_fields import is_int, member, reported_running_attempt

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import JobState
 
 RUNNING_STATES = (JobState.STARTING, JobState.RUNNING)
 

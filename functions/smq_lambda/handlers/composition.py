@@ -61,7 +61,7 @@ def default_scheduler() -> Scheduler:
     from smq_lambda.adapters.price_source import stack_price_source
     from smq_lambda.adapters.sagemaker import SageMakerTrainingService
     from smq_lambda.adapters.ssm_config import SsmConfigSource
-    from smq_lambda.domain.lifecycle import StartRetryLimits
+    from smq_lambda.domain.jobs.lifecycle import StartRetryLimits
     from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
     settings = Settings.from_env()

@@ -5,9 +5,9 @@
 * QueueDepth: after a reconciliation, the pool's pending jobs;
 
 and, with an adaptive `spot` section, SpotInterruptionRate (dimension `instance_type`): the spot
-interruptions per hour (unit Count) of each type the pass decided with (domain/spot_rates.py).
+interruptions per hour (unit Count) of each type the pass decided with (domain/placements/spot_rates.py).
 
-Warm pools (domain/warm_pools.py): PoolWarm, the instances of PoolInUse that warm pools hold; and,
+Warm pools (domain/warm/warm_pools.py): PoolWarm, the instances of PoolInUse that warm pools hold; and,
 without a dimension, the totals of every warm pool that has ended: WarmPoolsRetained,
 WarmPoolsReused, WarmPoolReuseRate (reused ÷ retained) and WarmPoolRetainedInstanceHours (what they
 billed while warm).
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 if TYPE_CHECKING:
-    from smq_lambda.domain.warm_pools import WarmPoolTotals
+    from smq_lambda.domain.warm.warm_pools import WarmPoolTotals
     from smq_lambda.service.passes import PassReport
     from smq_lambda.service.reconciliation import Reconciliation
 

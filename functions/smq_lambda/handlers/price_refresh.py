@@ -18,7 +18,7 @@ from aws_lambda_powertools import Logger
 
 from smq_lambda.adapters.price_list import SageMakerPriceList
 from smq_lambda.adapters.price_source import DynamoRefreshedPrices
-from smq_lambda.domain.prices_in_force import RefreshedPrices
+from smq_lambda.domain.costs.prices_in_force import RefreshedPrices
 from smq_lambda.handlers.composition import default_refresh
 from smq_lambda.handlers.tracing import traced
 

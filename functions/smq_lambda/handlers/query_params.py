@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-from smq_lambda.domain.config_document import TAG_KEY_MAX
-from smq_lambda.domain.cost_totals import TAG_DIMENSION_PREFIX
-from smq_lambda.domain.model import JOB_ID_PATTERN
-from smq_lambda.domain.states import ACTIVE_STATES, JobState
+from smq_lambda.domain.config.config_document import TAG_KEY_MAX
+from smq_lambda.domain.costs.cost_totals import TAG_DIMENSION_PREFIX
+from smq_lambda.domain.jobs.model import JOB_ID_PATTERN
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.service.cost_reports import DaysBack
 from smq_lambda.service.submission import is_pool_name

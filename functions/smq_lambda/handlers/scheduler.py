@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from smq_lambda.domain.model import queue_tags
+from smq_lambda.domain.jobs.model import queue_tags
 from smq_lambda.handlers import scheduler_input
 from smq_lambda.handlers.composition import default_outside_jobs, default_scheduler
 from smq_lambda.handlers.estimate_metrics import record_estimate_metrics

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.warm_pools import warm_pool_status_of
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.warm_pool_status import warm_pool_status_of
 
 SAGEMAKER_SOURCE = "aws.sagemaker"
 SCHEDULE_SOURCE = "aws.events"

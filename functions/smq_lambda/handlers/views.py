@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.domain.costs import CostEstimate
-from smq_lambda.domain.model import Attempt, Change
-from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX
+from smq_lambda.domain.costs.costs import CostEstimate
+from smq_lambda.domain.jobs.model import Attempt, Change
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX
 from smq_lambda.service.job_positions import PositionedJob
 from smq_lambda.service.queue_api import CurrentPools, PositionedPage
 from smq_lambda.service.quotas import CurrentQuotas

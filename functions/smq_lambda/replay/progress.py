@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX
 from smq_lambda.replay.trace_job import TraceJob
 
 
@@ -43,7 +43,7 @@ class Progress:
 
 
 def training_rate(trace: TraceJob, placement: Placement | None) -> float:
-    """How fast `trace`'s job trains at `placement` (domain/placement.py), in seconds of its
+    """How fast `trace`'s job trains at `placement` (domain/placements/placement.py), in seconds of its
     `duration_s` per second (`Progress.rate`): 1 for a pinned job, slower where its preference
     trains longer. A job with nothing left to train (a replay of a job already due) trains at 1."""
     if placement is None:

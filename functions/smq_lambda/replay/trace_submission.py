@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.plan_document import TrainingPlan
-from smq_lambda.domain.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE, Purchase
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.config.plan_document import TrainingPlan
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE, Purchase
 from smq_lambda.replay.trace_job import TraceJob, TracePreference
 
 
@@ -50,7 +50,7 @@ def queued_job(trace: TraceJob, now: datetime, plans: Mapping[str, TrainingPlan]
 
 def _placement(trace: TraceJob, pool: str, instances: int, plans: Mapping[str, TrainingPlan]) -> Placement:
     """One place `trace`'s job may run: a training plan's pool runs on the plan
-    (domain/plan_requests.py), any other pool is an instance type."""
+    (domain/placements/plan_requests.py), any other pool is an instance type."""
     plan = plans.get(pool)
     if plan is None:
         return Placement(pool, instances, spot=trace.is_spot)

@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.plan_document import TrainingPlan
-from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.domain.config.plan_document import TrainingPlan
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.replay.events import Event, Timing
 from smq_lambda.replay.progress import Progress, training_rate

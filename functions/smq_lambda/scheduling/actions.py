@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.placements.placement import Placement
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import backfill, borrowing, gates, nomination, placement, warm_supply
 from smq_lambda.scheduling.pass_state import PassState
 

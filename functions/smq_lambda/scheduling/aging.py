@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Aging
+from smq_lambda.domain.config.teams import Aging
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.reasons import timestamp
 

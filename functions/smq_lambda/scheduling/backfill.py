@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
 

@@ -3,7 +3,7 @@
 The first job of each team that would exceed its quota is decided here. Where another team lends
 idle quota in its pools it is decided after every job within a quota, teams taken in fair-share
 order: the smallest decayed usage per instance of quota first (Kueue's admission fair sharing, AWS
-Batch's share decay; `domain.teams.decay_usage`), then the smallest share held now. Where none
+Batch's share decay; `domain.config.teams.decay_usage`), then the smallest share held now. Where none
 does there is nothing to borrow, and it is decided at once in the walk (always so without quotas:
 the unassigned group is alone, and its quota is the whole pool).
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.nomination import admit_or_make_room, make_room
 from smq_lambda.scheduling.pass_state import PassState, limited

@@ -10,7 +10,7 @@ where `spent` is T's recorded spend this UTC month (the cost ledger's day totals
 `committed` is what T's live jobs will cost: a starting or running job its estimated cost, or what
 it has accrued when that is more (it overran its estimate); a job being stopped what it has
 accrued; and the estimate of each job this pass already admitted for T. `estimate` is the job's own
-estimated cost (`domain.costs.estimated_cost`: its expected duration, else its MaxRuntimeInSeconds
+estimated cost (`domain.costs.costs.estimated_cost`: its expected duration, else its MaxRuntimeInSeconds
 as a ceiling, times its instances' price) at the placement it would start at: a flexible job's
 placements are priced one by one, and a placement the budget does not cover (or has no price) is
 never chosen; the job is held only when none is covered. So a team's month ends at most the estimate error of
@@ -37,12 +37,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain.budgets import Budget, BudgetAction, next_month_start
-from smq_lambda.domain.cost_totals import cost_groups
-from smq_lambda.domain.costs import CostEstimate, Prices, accrued_cost, estimated_cost
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.costs.budgets import Budget, BudgetAction, next_month_start
+from smq_lambda.domain.costs.cost_totals import cost_groups
+from smq_lambda.domain.costs.costs import CostEstimate, Prices, accrued_cost, estimated_cost
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.holds import Held, HoldKind
 from smq_lambda.scheduling.pass_state import PassState

@@ -15,7 +15,7 @@ Per pool:
     free      = capacity - used; may be negative when a pool shrank or outside jobs grew, and a
                 pool with no capacity limit (unpooled types under `unlimited`) is never short.
 
-Per team (a group of `domain.teams`: without quotas, every job is in the unassigned group, whose
+Per team (a group of `domain.config.teams`: without quotas, every job is in the unassigned group, whose
 quota is the whole pool), a team's *claim* on a pool is what counts against its quota:
 
     claim = held by its live jobs - on their way back + kept in this pass
@@ -36,10 +36,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES
-from smq_lambda.domain.teams import held_in_pools, lent_by
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.teams import held_in_pools, lent_by
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import LIVE_STATES, RELEASING_STATES
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 
 

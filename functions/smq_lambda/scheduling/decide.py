@@ -62,8 +62,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling.actions import Action, ReleaseWarmPool
 from smq_lambda.scheduling.admission import Later, admit_within_quota
 from smq_lambda.scheduling.aging import AgingFeature

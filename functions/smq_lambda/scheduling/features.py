@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.holds import Held
 from smq_lambda.scheduling.pass_state import PassState

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling import plan_windows, quota_reasons, reasons
 from smq_lambda.scheduling.holds import Held, HoldKind
 from smq_lambda.scheduling.pass_state import PassState

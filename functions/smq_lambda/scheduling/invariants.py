@@ -36,12 +36,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from smq_lambda.domain.budgets import BudgetAction
-from smq_lambda.domain.costs import accrued_cost, estimated_cost
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import PLAN_MEMBER, SPOT_MEMBER, Placement, pinned_request
-from smq_lambda.domain.purchase import spot_pool
-from smq_lambda.domain.states import RELEASING_STATES, JobState
+from smq_lambda.domain.costs.budgets import BudgetAction
+from smq_lambda.domain.costs.costs import accrued_cost, estimated_cost
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import RELEASING_STATES, JobState
+from smq_lambda.domain.placements.placement import PLAN_MEMBER, SPOT_MEMBER, Placement, pinned_request
+from smq_lambda.domain.placements.purchase import spot_pool
 from smq_lambda.scheduling.actions import Action, ExplainWait, StartJob
 from smq_lambda.scheduling.budget_hold import budget_team
 from smq_lambda.scheduling.plan_windows import in_force

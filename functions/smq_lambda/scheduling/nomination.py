@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, least_progress_first, select_targets

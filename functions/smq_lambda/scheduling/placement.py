@@ -1,6 +1,6 @@
 """The placement phase: where a flexible job runs, decided when the walk reaches it.
 
-A flexible job (domain/placement.py) prefers placements in order. The phase hands the rest of the
+A flexible job (domain/placements/placement.py) prefers placements in order. The phase hands the rest of the
 pass the job *at one placement* (the job with that placement's demand), chosen by one rule:
 
 1. the first placement that fits now: no earlier job of its team waits for the pool, and the
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling import gates, plan_windows, reasons, verdicts
 from smq_lambda.scheduling.holds import CORE_KINDS, Held
 from smq_lambda.scheduling.pass_state import PassState, limited

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.scheduling import plan_windows
 from smq_lambda.scheduling.actions import PreemptJob
 from smq_lambda.scheduling.features import Feature, PassInputs

@@ -1,5 +1,5 @@
 """Training plan windows, in the one place a pass learns the time: the configuration *in force* at
-`now`. A plan's pool (domain/plan_document.py) holds its instances while one of its windows is
+`now`. A plan's pool (domain/config/plan_document.py) holds its instances while one of its windows is
 open, from the window's start to its stop margin before its end, and none otherwise. So the ledger,
 the skip rule, the windows of the pending index and GET /pools need nothing else: outside a window a
 plan's pool is a pool of 0, a job waiting for it alone is set aside (it blocks nothing), and the
@@ -15,8 +15,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from smq_lambda.domain.config_document import QueueConfigDocument
-from smq_lambda.domain.plan_document import TrainingPlan
+from smq_lambda.domain.config.config_document import QueueConfigDocument
+from smq_lambda.domain.config.plan_document import TrainingPlan
 from smq_lambda.scheduling import reasons
 from smq_lambda.scheduling.reasons import PoolView
 

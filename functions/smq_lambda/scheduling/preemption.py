@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import PreemptionRules
+from smq_lambda.domain.config.teams import PreemptionRules
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 
 RECLAIMABLE_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
 """Live states whose instances are not yet on their way back."""

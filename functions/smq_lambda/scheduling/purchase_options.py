@@ -1,8 +1,8 @@
 """Purchase options: a spot job's placements on spot and on demand (with a `spot` section only).
 
 SageMaker counts spot and on-demand training instances against separate quotas, and a type in the
-`spot` section (domain/spot_document.py) has a spot pool of its own, `<type>:spot`. Before the walk,
-each pending spot job (`Job.purchase`, domain/purchase.py) is handed to the placement phase as a
+`spot` section (domain/config/spot_document.py) has a spot pool of its own, `<type>:spot`. Before the walk,
+each pending spot job (`Job.purchase`, domain/placements/purchase.py) is handed to the placement phase as a
 flexible job whose placements are its purchase options, in this order:
 
 1. spot, for each instance type it may run on (its own, or each instance preference in turn), in
@@ -10,7 +10,7 @@ flexible job whose placements are its purchase options, in this order:
    a training plan stays where it is, on the plan's reserved capacity (in the plan's pool);
 2. on demand, for each of those types with a spot pool, once the job may go on demand. A job that
    allows on demand (not tagged `smq:spot-only`) may when it has waited `on_demand_after_s` since
-   it was (re)queued. While its type's spot interruption rate (domain/spot_rates.py) is above
+   it was (re)queued. While its type's spot interruption rate (domain/placements/spot_rates.py) is above
    `adaptive.max_interruptions_per_hour`, or when the type's spot pool can never hold it (and it
    may go on demand after a wait, which would be a wait for nothing), it goes on demand directly:
    the on-demand placement takes the spot one's place.
@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, spot_pool
-from smq_lambda.domain.spot_document import SpotSection
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX, spot_pool
 from smq_lambda.scheduling.features import Feature, PassInputs
 from smq_lambda.scheduling.reasons import timestamp
 

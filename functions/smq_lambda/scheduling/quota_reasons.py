@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from smq_lambda.domain.teams import UNASSIGNED, Teams, named
+from smq_lambda.domain.config.teams import UNASSIGNED, Teams, named
 from smq_lambda.scheduling.reasons import PoolView, count
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 
 
 @dataclass(frozen=True)

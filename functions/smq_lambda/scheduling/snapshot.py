@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
-from smq_lambda.domain.config_document import QueueConfigDocument
-from smq_lambda.domain.costs import Prices
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.config_document import QueueConfigDocument
+from smq_lambda.domain.costs.costs import Prices
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.warm.warm_pools import WarmPool
 
 
 class UnpooledPolicy(StrEnum):
@@ -56,7 +56,7 @@ class Snapshot:
     jobs: tuple[Job, ...]
     external_usage: Mapping[str, int] = field(default_factory=dict)
     team_usage: Mapping[str, float] = field(default_factory=dict)
-    """Each team's decayed past use in instance-seconds (see `domain.teams.decay_usage`): the
+    """Each team's decayed past use in instance-seconds (see `domain.config.teams.decay_usage`): the
     fair share among teams that want to borrow."""
     team_spend: Mapping[str, float] | None = None
     """Each team's recorded spend this UTC month in dollars (the cost ledger's `team` totals), for
@@ -64,11 +64,11 @@ class Snapshot:
     prices: Prices = field(default_factory=dict)
     """The prices in force, for the hold budgets' estimates."""
     spot_rates: Mapping[str, float] = field(default_factory=dict)
-    """Each instance type's spot interruptions per hour (domain/spot_rates.py), read only when the
+    """Each instance type's spot interruptions per hour (domain/placements/spot_rates.py), read only when the
     `spot` section is adaptive (scheduling/purchase_options.py)."""
     warm_pools: tuple[WarmPool, ...] = ()
     """The warm pools the queue's attempts left, available at the pass's moment: their instances
-    are held in their pools (domain/warm_pools.py)."""
+    are held in their pools (domain/warm/warm_pools.py)."""
 
 
 def held_warm_pools(snapshot: Snapshot) -> tuple[WarmPool, ...]:

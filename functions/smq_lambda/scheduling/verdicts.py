@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.preemption import select_targets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling.actions import ReleaseWarmPool
 
 

@@ -1,7 +1,7 @@
 """Warm pools in the pass: instances a finished attempt keeps warm are capacity, reused without
 breaking priority order, and the queue decides how long each start keeps its own.
 
-A warm pool (domain/warm_pools.py) holds its instances in its pool, like a job outside the queue:
+A warm pool (domain/warm/warm_pools.py) holds its instances in its pool, like a job outside the queue:
 the ledger counts them as used, and as on their way back once the queue has ended the warm pool.
 They count against no team's quota. Three rules:
 
@@ -40,9 +40,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.warm_pool_document import WarmPoolPolicy
-from smq_lambda.domain.warm_pools import REUSE_KEEP_ALIVE_S
+from smq_lambda.domain.config.warm_pool_document import WarmPoolPolicy
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.warm.warm_pools import REUSE_KEEP_ALIVE_S
 from smq_lambda.scheduling.actions import Action, ReleaseWarmPool, StartJob
 from smq_lambda.scheduling.features import Feature
 from smq_lambda.scheduling.pass_state import PassState

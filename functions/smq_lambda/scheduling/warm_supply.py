@@ -4,7 +4,7 @@ it does not match before anything is preempted for it."""
 
 from __future__ import annotations
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import verdicts
 from smq_lambda.scheduling.actions import ReleaseWarmPool
 from smq_lambda.scheduling.pass_state import PassState

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from smq_lambda.domain.teams import UNASSIGNED, Teams
+from smq_lambda.domain.config.teams import UNASSIGNED, Teams
 from smq_lambda.scheduling.capacity import Ledger
 
 SKIP_LOOKAHEAD = 16

@@ -17,9 +17,9 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.budgets import month_days, month_start
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.costs.budgets import month_days, month_start
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.governance import notices
 from smq_lambda.ports import BudgetWarningMarks, ConfigSource, CostLedger, Notifier
 from smq_lambda.scheduling.budget_hold import budget_team

@@ -20,10 +20,10 @@ from datetime import datetime
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from smq_lambda.domain.cost_totals import cost_groups
-from smq_lambda.domain.costs import AttemptCost, attempt_cost
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.costs.cost_totals import cost_groups
+from smq_lambda.domain.costs.costs import AttemptCost, attempt_cost
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import CostDimensionsPending
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.ports import ConfigSource, CostLedger, PolicySource, PriceSource, TrainingService

@@ -20,17 +20,17 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy
-from smq_lambda.domain.budgets import month_start
-from smq_lambda.domain.cost_totals import (
+from smq_lambda.domain.access.access import UNRESTRICTED, AccessPolicy
+from smq_lambda.domain.costs.budgets import month_start
+from smq_lambda.domain.costs.cost_totals import (
     OTHER_OWNERS,
     SPEND_KEPT_DAYS,
     TAG_DIMENSION_PREFIX,
     CostFigures,
     cost_groups,
 )
-from smq_lambda.domain.costs import Prices, accrued_cost
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.costs.costs import Prices, accrued_cost
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.ports import ConfigSource, CostLedger, JobStore, PriceSource
 from smq_lambda.service.queue_api import AccessRulesSource

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.forecast.durations import (
     NO_HISTORY,
     DurationHistory,

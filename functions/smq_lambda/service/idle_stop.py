@@ -28,9 +28,9 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError, VersionConflict
 from smq_lambda.governance import notices
 from smq_lambda.governance.actions import DeleteIdleAlarms, GovernanceAction, StopIdleJob, WarnLowUtilization

@@ -15,11 +15,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import request_as_sent
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.training_status import IN_PROGRESS
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.jobs.training_status import IN_PROGRESS
+from smq_lambda.domain.placements.placement import request_as_sent
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import AlarmServiceError, TrainingServiceError
 from smq_lambda.governance import idle
 from smq_lambda.governance.actions import DeleteIdleAlarms

@@ -16,9 +16,9 @@ from enum import Enum
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.lifecycle import StartRetryLimits
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.lifecycle import StartRetryLimits
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError, VersionConflict
 from smq_lambda.governance.notices import Notice
 from smq_lambda.ports import JobStore, Notifier, TrainingService

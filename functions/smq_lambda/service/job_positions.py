@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from smq_lambda.domain.costs import CostEstimate
-from smq_lambda.domain.model import Job, order_key
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.costs.costs import CostEstimate
+from smq_lambda.domain.jobs.model import Job, order_key
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import ConfigSource, JobStore, PoolUsageBoard
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.service.last_pass import EstimatedStart, LastPass

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig

@@ -30,8 +30,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import is_another_stacks, queue_tags
-from smq_lambda.domain.training_status import IN_PROGRESS, is_own_attempt
+from smq_lambda.domain.jobs.model import is_another_stacks, queue_tags
+from smq_lambda.domain.jobs.training_status import IN_PROGRESS, is_own_attempt
 from smq_lambda.errors import TrainingServiceError
 from smq_lambda.governance import notices
 from smq_lambda.governance.actions import NotifyPolicy, StopOutsideJob

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, JobState
-from smq_lambda.domain.teams import held_in_pools
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.teams import held_in_pools
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot

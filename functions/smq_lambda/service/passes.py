@@ -11,13 +11,13 @@ from typing import assert_never
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.budgets import holds_any, month_days
-from smq_lambda.domain.costs import Prices
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.warm_pools import WarmPoolTotals
+from smq_lambda.domain.costs.budgets import holds_any, month_days
+from smq_lambda.domain.costs.costs import Prices
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.warm.warm_pools import WarmPoolTotals
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy
 from smq_lambda.governance import notices
@@ -148,7 +148,7 @@ class Passes:
         with team quotas, also the teams' past usage (see service/team_usage.py); with a hold
         budget, the teams' spend this month and the prices (see scheduling/budget_hold.py); with an
         adaptive `spot` section, the spot interruption rates (service/spot_interruptions.py); the warm
-        pools the queue's attempts left, still held (domain/warm_pools.py); the last
+        pools the queue's attempts left, still held (domain/warm/warm_pools.py); the last
         report's first estimates (one item), and for its estimates the duration summaries of the
         jobs it estimates (see service/start_estimates.py).
         """

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.access import UNRESTRICTED, AccessPolicy, AccessRules
-from smq_lambda.domain.costs import Prices, estimated_cost
-from smq_lambda.domain.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job
-from smq_lambda.domain.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.access.access import UNRESTRICTED, AccessPolicy, AccessRules
+from smq_lambda.domain.costs.costs import Prices, estimated_cost
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import TRAINING_JOB_NAME_MAX, TRAINING_JOB_NAME_PATTERN, Job
+from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolation, VersionConflict
 from smq_lambda.governance.idle_scope import check_exemption
 from smq_lambda.governance.limits import violations
@@ -104,7 +104,7 @@ class QueueService:
         clock: Callable[[], datetime] = _utcnow,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
-        """`admin_principals` are patterns (domain/principals.py) of callers that may act on any job,
+        """`admin_principals` are patterns (domain/access/principals.py) of callers that may act on any job,
         bound by no access rule. `usage_board` is where scheduling passes publish pool usage;
         without one (or before the first pass) `pools()` counts the table's jobs alone.
         `governance` is the policy whose tags and limits every submission must keep; None: no policy.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain.teams import UNASSIGNED, Sharing
+from smq_lambda.domain.config.teams import UNASSIGNED, Sharing
 from smq_lambda.pool_usage import PoolUsageReport, TeamMeasure
 from smq_lambda.ports import JobStore
 from smq_lambda.scheduling.snapshot import SchedulerConfig

@@ -15,9 +15,9 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.training_status import IN_PROGRESS, vanished
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.states import RELEASING_STATES, JobState
+from smq_lambda.domain.jobs.training_status import IN_PROGRESS, vanished
 from smq_lambda.errors import TrainingServiceError, VersionConflict
 from smq_lambda.ports import ConfigSource, InUse, JobStore, Notifier, PolicySource, TrainingService
 from smq_lambda.service.idle_stop import IdleStop

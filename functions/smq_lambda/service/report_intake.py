@@ -14,9 +14,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.held_instances import held_instances
-from smq_lambda.domain.model import Job, is_another_stacks
-from smq_lambda.domain.training_status import (
+from smq_lambda.domain.jobs.model import Job, is_another_stacks
+from smq_lambda.domain.jobs.training_status import (
     COMPLETED,
     FAILED,
     IN_PROGRESS,
@@ -26,6 +25,7 @@ from smq_lambda.domain.training_status import (
     is_stale,
     reported_ended,
 )
+from smq_lambda.domain.sagemaker.held_instances import held_instances
 from smq_lambda.errors import ServiceUnavailable, TrainingServiceError, VersionConflict
 from smq_lambda.governance.governed_reports import apply_report
 from smq_lambda.governance.policy import Policy

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
+from smq_lambda.domain.jobs.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.ports import (
     ConfigSource,
     CostLedger,

@@ -1,4 +1,4 @@
-"""Spot interruptions counted from SageMaker's reports into the book (domain/spot_rates.py), and
+"""Spot interruptions counted from SageMaker's reports into the book (domain/placements/spot_rates.py), and
 the rates a pass decides with.
 
 Every report of an own attempt is looked at: SageMaker's reports carry the attempt's whole
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.spot_rates import rates, with_interruptions
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.spot_rates import rates, with_interruptions
 from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.spot import interruptions
 from smq_lambda.ports import SpotInterruptionBook, TrainingJobStatus

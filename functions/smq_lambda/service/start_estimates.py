@@ -19,7 +19,7 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy, measure_start
 from smq_lambda.forecast.estimate import estimate_starts, estimated_jobs

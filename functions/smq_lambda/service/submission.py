@@ -2,19 +2,19 @@
 
 Everything is checked before anything is written, so a refused request leaves the table as it was.
 First the request must fit SageMaker's own CreateTrainingJob shape, every constraint of botocore's model
-(domain/request_shape.py, which the local SageMaker service uses too): what SageMaker would refuse hours
+(domain/sagemaker/request_shape.py, which the local SageMaker service uses too): what SageMaker would refuse hours
 later is refused now. Then the queue's own rules: the members a job on instances needs, what SageMaker
 checks beyond the shape and the queue relies on (an image or algorithm, unique tag names, and its rules
-for instance groups: domain/instance_groups.py), the roles the deployment allows, the tags (service/submission_tags.py: the tags the queue reserves,
+for instance groups: domain/sagemaker/instance_groups.py), the roles the deployment allows, the tags (service/submission_tags.py: the tags the queue reserves,
 the priority tag, the team tag, whose key is configured and which with quotas must name a configured
 team, the tags the queue reads), and scheduling rule 4 (a job that names no pool while unpooled
 instance types are rejected, or needs more instances than its pool holds, could never run; a flexible
 job could never run when none of its preferences could; a spot job counts on its type's on-demand
 pool only when it is sure to be offered it, after `spot.on_demand_after_s`; a job on a training plan
-could never run without a window left: domain/plan_requests.py).
+could never run without a window left: domain/placements/plan_requests.py).
 
 A flexible request gives `ResourceConfig.InstancePreferences`, or the `smq:instance-preferences` tag
-that is written as that member before anything else is checked (domain/instance_preferences.py).
+that is written as that member before anything else is checked (domain/sagemaker/instance_preferences.py).
 
 Each error names the field as a dotted path (`ResourceConfig.InstanceGroups[1].InstanceCount`) and
 the rule it broke.
@@ -30,25 +30,31 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeGuard
 
-from smq_lambda.domain.instance_groups import RequestedGroup, requested_groups
-from smq_lambda.domain.instance_preferences import (
+from smq_lambda.domain.config.plan_document import PLAN_NAME_PATTERN, PLAN_POOL_PREFIX
+from smq_lambda.domain.jobs.model import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    Job,
+)
+from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
+from smq_lambda.domain.placements.placement import (
+    PLAN_MEMBER,
+    PREFERENCES_MEMBER,
+    Placement,
+    listing_demand,
+    pinned_request,
+)
+from smq_lambda.domain.placements.plan_requests import plan_placements
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX, Purchase, purchase_of, spot_pool
+from smq_lambda.domain.sagemaker.instance_groups import RequestedGroup, requested_groups
+from smq_lambda.domain.sagemaker.instance_preferences import (
     blamed_on_tag,
     requested_preferences,
     tag_value_field,
     with_tagged_preferences,
 )
-from smq_lambda.domain.model import (
-    MAX_PRIORITY,
-    MIN_PRIORITY,
-    Job,
-)
-from smq_lambda.domain.placement import PLAN_MEMBER, PREFERENCES_MEMBER, Placement, listing_demand, pinned_request
-from smq_lambda.domain.plan_document import PLAN_NAME_PATTERN, PLAN_POOL_PREFIX
-from smq_lambda.domain.plan_requests import plan_placements
-from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, Purchase, purchase_of, spot_pool
-from smq_lambda.domain.request_shape import Rule, create_training_job_violations
-from smq_lambda.domain.states import TERMINAL_STATES, JobState
-from smq_lambda.domain.warm_pools import warm_key_of
+from smq_lambda.domain.sagemaker.request_shape import Rule, create_training_job_violations
+from smq_lambda.domain.warm.warm_pools import warm_key_of
 from smq_lambda.errors import InvalidRequest, PayloadTooLarge
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.submission_tags import broken, check_tags, priority_in_range
@@ -228,7 +234,7 @@ def is_pool_name(value: str) -> bool:
 def _check_resources(request: Mapping[str, Any], config: SchedulerConfig, now: datetime) -> dict[str, int]:
     """The request's demand per instance type, after SageMaker's rules for its instance groups and
     checking it could ever be met (rule 4); a flexible request's is where it is listed, and a request
-    on a training plan's is in the plan's pool (domain/plan_requests.py)."""
+    on a training plan's is in the plan's pool (domain/placements/plan_requests.py)."""
     if PREFERENCES_MEMBER in request["ResourceConfig"]:
         return _check_preferences(request, config, now)
     if PLAN_MEMBER in request["ResourceConfig"]:

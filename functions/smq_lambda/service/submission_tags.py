@@ -8,13 +8,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from smq_lambda.domain.access import AccessPolicy
-from smq_lambda.domain.budgets import BUDGET_OVERRIDE_TAG, BUDGET_OVERRIDE_VALUE
-from smq_lambda.domain.durations import EXPECTED_DURATION_TAG, parse_duration
-from smq_lambda.domain.instance_preferences import PREFERENCES_TAG
-from smq_lambda.domain.model import ATTEMPT_TAG, JOB_TAG, MAX_PRIORITY, MIN_PRIORITY, PRIORITY_TAG, STACK_TAG, Job
-from smq_lambda.domain.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE
-from smq_lambda.domain.request_shape import CREATE_TRAINING_JOB, input_shape
+from smq_lambda.domain.access.access import AccessPolicy
+from smq_lambda.domain.costs.budgets import BUDGET_OVERRIDE_TAG, BUDGET_OVERRIDE_VALUE
+from smq_lambda.domain.jobs.durations import EXPECTED_DURATION_TAG, parse_duration
+from smq_lambda.domain.jobs.model import ATTEMPT_TAG, JOB_TAG, MAX_PRIORITY, MIN_PRIORITY, PRIORITY_TAG, STACK_TAG, Job
+from smq_lambda.domain.placements.purchase import SPOT_ONLY_TAG, SPOT_ONLY_VALUE
+from smq_lambda.domain.sagemaker.instance_preferences import PREFERENCES_TAG
+from smq_lambda.domain.sagemaker.request_shape import CREATE_TRAINING_JOB, input_shape
 from smq_lambda.errors import AccessDenied, InvalidRequest
 from smq_lambda.forecast.durations import FAMILY_TAG
 from smq_lambda.governance.idle_scope import EXEMPT_TAG
@@ -25,8 +25,8 @@ RESERVED_TAG_PREFIX = "smq:"
 own tags under this prefix when it starts one (adapters/sagemaker.py), so they are refused here
 rather than lost; except `smq:expected-duration`, `smq:family`, `smq:idle-exempt`,
 `smq:budget-override`, `smq:instance-preferences` and `smq:spot-only`, which the queue reads
-(domain/durations.py, forecast/durations.py, governance/idle_scope.py, domain/budgets.py,
-domain/instance_preferences.py, domain/purchase.py)."""
+(domain/jobs/durations.py, forecast/durations.py, governance/idle_scope.py, domain/costs/budgets.py,
+domain/sagemaker/instance_preferences.py, domain/placements/purchase.py)."""
 READ_RESERVED_TAGS = (
     EXPECTED_DURATION_TAG,
     FAMILY_TAG,

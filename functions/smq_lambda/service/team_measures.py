@@ -9,7 +9,7 @@ Per group (a configured team, or UNASSIGNED) and pool:
   group's: they show in the pool's `in_use` (GET /pools), not here;
 * `borrowed`: `max(in_use - quota, 0)`;
 * `lent`: the part of the group's idle quota (`quota - in_use`, when positive) that other groups'
-  borrowing occupies, attributed by the one rule of `domain.teams.lent_by`.
+  borrowing occupies, attributed by the one rule of `domain.config.teams.lent_by`.
 
 A row is shown for every configured team with a quota in the pool or jobs in it (running or
 pending), and for the unassigned group when it has a remainder of the pool or jobs in it.
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.teams import Teams, lent_by
+from smq_lambda.domain.config.teams import Teams, lent_by
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.pool_usage import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 

@@ -2,7 +2,7 @@
 
 With team quotas, a pass loads the last record (`TeamUsageHistory`), adds the interval since it:
 each team's usage halves every `Teams.usage_half_life_s`, and the instances its live jobs hold now
-count for the whole interval (`domain.teams.decay_usage`), decides with the result as the fair share
+count for the whole interval (`domain.config.teams.decay_usage`), decides with the result as the fair share
 among borrowers (`Snapshot.team_usage`), and saves it conditionally after the pass. The record is
 bookkeeping, never a reason to fail a pass: a history that cannot be read leaves this pass without
 past usage, and a save that loses a race (another pass counted the interval) or meets a throttled
@@ -17,8 +17,8 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Teams, decay_usage, held_by_team
+from smq_lambda.domain.config.teams import Teams, decay_usage, held_by_team
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
 from smq_lambda.pool_usage import TeamUsageRecord
 from smq_lambda.ports import TeamUsageHistory

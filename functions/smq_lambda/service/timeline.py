@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from smq_lambda.domain.model import Attempt, Job
+from smq_lambda.domain.jobs.model import Attempt, Job
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.ports import HistoryEntry, HistoryPosition, JobStore
 

@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from smq_lambda.adapters.page_token import opaque, unwrap
-from smq_lambda.domain.model import JOB_ID_PATTERN, ORDER_KEY_PATTERN
-from smq_lambda.domain.states import LIVE_STATES
+from smq_lambda.domain.jobs.model import JOB_ID_PATTERN, ORDER_KEY_PATTERN
+from smq_lambda.domain.jobs.states import LIVE_STATES
 from smq_lambda.errors import InvalidRequest
 from smq_lambda.ports import HistoryPosition
 from smq_lambda.service.timeline import PartlyListed, TimelineCursor

@@ -16,9 +16,10 @@ from datetime import datetime
 
 from aws_lambda_powertools import Logger
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.training_report import TrainingJobStatus
-from smq_lambda.domain.warm_pools import AVAILABLE, ENDED, REUSED, TERMINATED, WarmPoolStatus, warm_pool_left
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.warm_pool_status import AVAILABLE, ENDED, REUSED, TERMINATED, WarmPoolStatus
+from smq_lambda.domain.warm.warm_pools import warm_pool_left
 from smq_lambda.ports import TrainingService, WarmPoolStore
 
 logger = Logger(service="smq", child=True)

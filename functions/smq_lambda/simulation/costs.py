@@ -1,7 +1,7 @@
 """What a simulated run costs, and the team budgets applied to it as the live queue applies them.
 
-Every attempt is priced when its instances are given back, by the live pricing (domain/costs.py)
-and summed per team (domain/cost_totals.py). How SageMaker bills it, as the simulation models it:
+Every attempt is priced when its instances are given back, by the live pricing (domain/costs/costs.py)
+and summed per team (domain/costs/cost_totals.py). How SageMaker bills it, as the simulation models it:
 
 - Billed time: from the moment the attempt's instances are ready (the timeline's `running_s`) for as
   long as they train, plus the stop of a preemption (SageMaker bills a stopping job until it has
@@ -16,7 +16,7 @@ and summed per team (domain/cost_totals.py). How SageMaker bills it, as the simu
 - Unpriced: a type with no price prices nothing (`unpriced_attempts`), never $0.
 
 The prices are the configuration document's `prices` over the shipped defaults of a region
-(domain/prices_in_force.py, no Price List refresh). Budgets: the run starts at a UTC month start
+(domain/costs/prices_in_force.py, no Price List refresh). Budgets: the run starts at a UTC month start
 (replay EPOCH) and each team's spend of the month counts its ended attempts; the smq pass sees it
 and the prices in its snapshot, so its hold rule (scheduling/budget_hold.py) holds jobs as it would
 live. The baselines (fifo, seed) hold nothing: their spend per month is the workload's without
@@ -31,13 +31,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.budgets import Budget, month_start, next_month_start
-from smq_lambda.domain.cost_totals import CostFigures
-from smq_lambda.domain.costs import AttemptCost, Prices, attempt_cost, is_spot
-from smq_lambda.domain.default_prices import default_prices
-from smq_lambda.domain.model import Attempt, Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.prices_in_force import prices_in_force
+from smq_lambda.domain.costs.budgets import Budget, month_start, next_month_start
+from smq_lambda.domain.costs.cost_totals import CostFigures
+from smq_lambda.domain.costs.costs import AttemptCost, Prices, attempt_cost, is_spot
+from smq_lambda.domain.costs.default_prices import default_prices
+from smq_lambda.domain.costs.prices_in_force import prices_in_force
+from smq_lambda.domain.jobs.model import Attempt, Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.replay.timeline import Segment
 from smq_lambda.replay.virtual_queue import EPOCH, PolicyFunction
 from smq_lambda.scheduling.actions import Action

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.budgets import holds_any
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Teams
-from smq_lambda.domain.warm_match import keep_alive_seconds
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.config.teams import Teams
+from smq_lambda.domain.costs.budgets import holds_any
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.warm.warm_match import keep_alive_seconds
+from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.governance.actions import FallBackToOnDemand
 from smq_lambda.governance.policy import Policy
 from smq_lambda.governance.spot import OnDemandCapacity, decide_spot_fallback

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import LIVE_STATES, RELEASING_STATES, JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import LIVE_STATES, RELEASING_STATES, JobState
 from smq_lambda.replay.virtual_queue import fits
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smq_lambda.domain.placement import Placement
+from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.simulation.metrics import percentiles
 

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.replay.virtual_queue import PolicyFunction
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger

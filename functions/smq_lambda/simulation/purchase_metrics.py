@@ -1,5 +1,5 @@
 """Spot and on demand in a simulation. The engine's interruptions feed a book of spot interruptions
-per instance type, as SageMaker's reports feed the service's (domain/spot_rates.py), so smq's pass
+per instance type, as SageMaker's reports feed the service's (domain/placements/spot_rates.py), so smq's pass
 sees each type's decayed rate (`Snapshot.spot_rates`) when the `spot` section is adaptive.
 
 Reported (under "purchase") when a trace line gives `purchase`:
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.spot_document import SpotSection
-from smq_lambda.domain.spot_rates import SpotInterruptions, rates, with_interruptions
+from smq_lambda.domain.config.spot_document import SpotSection
+from smq_lambda.domain.placements.spot_rates import SpotInterruptions, rates, with_interruptions
 from smq_lambda.replay.trace_job import TraceJob
 
 

@@ -11,7 +11,7 @@ jobs). Per group and pool (the pools where it has a quota, held instances or wai
 - `borrowed_instance_s`: instance-seconds it held beyond its quota.
 - `lent_instance_s`: instance-seconds of its idle quota that other groups' borrowed instances ran
   on. At every moment the instances borrowed in the pool are attributed to the idle quota of the
-  groups that lend by the one rule of `domain.teams.lent_by` (in proportion to idle quota).
+  groups that lend by the one rule of `domain.config.teams.lent_by` (in proportion to idle quota).
 - `quota_kept`: of the time the group had pending work in the pool (`pending_s`), the share in
   which it held at least min(quota, its demand), counted in whole jobs as the scheduler places
   them, or was waiting only for a stop in flight (a reclaim takes one stop). It falls short while
@@ -38,9 +38,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import RELEASING_STATES, JobState
-from smq_lambda.domain.teams import UNASSIGNED, Teams, held_in_pools, lent_by
+from smq_lambda.domain.config.teams import UNASSIGNED, Teams, held_in_pools, lent_by
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import RELEASING_STATES, JobState
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action, PreemptJob, StartJob
 from smq_lambda.simulation.metrics import percentiles

@@ -3,7 +3,7 @@ pass so that fair share decides in virtual time as it does in the queue, and the
 
 The deployed scheduler (service/team_usage.py) counts each team's decayed past use at every pass:
 the last count, decayed by the time since it, plus the instances the team's live jobs hold at the
-pass for that whole time (`domain.teams.decay_usage`), each job in the group it schedules in; the
+pass for that whole time (`domain.config.teams.decay_usage`), each job in the group it schedules in; the
 first pass starts from none. The simulation counts the same way over virtual time, and gives the
 result to the pass (`Snapshot.team_usage`). The figures are team_metrics.py's.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.teams import Teams, decay_usage, held_by_team
+from smq_lambda.domain.config.teams import Teams, decay_usage, held_by_team
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.simulation.team_metrics import TeamMeters

@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from smq_lambda.domain.purchase import spot_pool
+from smq_lambda.domain.placements.purchase import spot_pool
 from smq_lambda.replay.trace_job import DEFAULT_STOP_S, TraceJob, TracePreference
 
 FIELDS = frozenset(
@@ -132,7 +132,7 @@ def parse_line(document: Any, line: int) -> TraceJob:
 
 
 def _check_warm_pool(job: TraceJob) -> None:
-    """SageMaker's own limits on warm pools (domain/warm_match.py)."""
+    """SageMaker's own limits on warm pools (domain/warm/warm_match.py)."""
     if job.warm_key is not None and not job.keep_alive_s:
         raise TraceError(
             job.line, "warm_key", "needs keep_alive_s: SageMaker reuses a warm pool only for a job that keeps one"

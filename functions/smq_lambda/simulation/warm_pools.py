@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from smq_lambda.domain.warm_pools import WarmPool
+from smq_lambda.domain.warm.warm_pools import WarmPool
 
 HOUR_S = 3600.0
 

@@ -9,8 +9,8 @@ from typing import Any
 from botocore.stub import Stubber
 from smq_lambda.adapters.dynamodb_pool_holders import pool_key
 from smq_lambda.adapters.item_codec import to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
 
 from tests.adapters.builders import G5, T0
 from tests.support.aws import pending_index_attributes

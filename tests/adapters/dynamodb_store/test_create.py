@@ -12,8 +12,8 @@ from botocore.stub import Stubber
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import archived, to_item
 from smq_lambda.adapters.pending_listing import listing_changes
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import JobConflict
 
 from tests.adapters.builders import G5, P5, T0, job

@@ -11,7 +11,7 @@ from botocore.stub import ANY, Stubber
 from smq_lambda.adapters import dynamodb_table
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import to_item
-from smq_lambda.domain import lifecycle
+from smq_lambda.domain.jobs import lifecycle
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.ports import InUse
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from smq_lambda.adapters.dynamodb_pool_holders import pool_key
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import from_item, job_order_key
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import LIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import LIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import VersionConflict
 
 from tests.adapters.builders import ALICE, G5, P5, T0, job

@@ -10,8 +10,8 @@ import pytest
 from botocore.stub import Stubber
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import job_order_key
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.adapters.builders import G5, P5, T0, job
 from tests.adapters.dynamodb_store.support import STUB_TABLE, Requests, projected, running, started

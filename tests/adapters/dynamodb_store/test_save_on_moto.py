@@ -12,10 +12,10 @@ import pytest
 from botocore.exceptions import ClientError
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import JobConflict, VersionConflict
 
 from tests.adapters.builders import ALICE, G5, P5, T0, job, request

@@ -16,9 +16,9 @@ from smq_lambda.adapters.dynamodb_save_requests import SAVE_ROUNDS
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_table import TRANSACTION_BUSY_CODES
 from smq_lambda.adapters.item_codec import IMMUTABLE_ATTRIBUTES, OPTIONAL_ATTRIBUTES, to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import ENTERED_ONLY_WHILE_LIVE, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import ENTERED_ONLY_WHILE_LIVE, JobState
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
 
 from tests.adapters.builders import ALICE, G5, P5, T0, job

@@ -18,9 +18,9 @@ from smq_lambda.adapters.dynamodb_save_requests import SAVE_ROUNDS
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_table import TRANSACTION_BUSY_CODES, UNAVAILABLE_REASONS
 from smq_lambda.adapters.item_codec import to_item
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable
 
 from tests.adapters.builders import G5, T0, job

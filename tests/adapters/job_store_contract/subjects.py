@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import JobStore
 
 from tests.adapters.builders import ALICE, T0

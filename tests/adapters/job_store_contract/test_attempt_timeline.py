@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import pytest
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import HistoryEntry, HistoryPosition
 from smq_lambda.service.timeline import timeline_page
 

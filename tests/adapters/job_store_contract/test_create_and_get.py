@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 from smq_lambda.adapters.item_codec import archive_key
-from smq_lambda.domain.model import MAX_EARLIER_JOBS, MAX_INLINE_ATTEMPTS
-from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs.model import MAX_EARLIER_JOBS, MAX_INLINE_ATTEMPTS
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import JobConflict
 
 from tests.adapters.bounds import ITEM_LIMIT, attempted, item_size

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
 from smq_lambda.ports import InUse
 
 from tests.adapters.builders import BOB, G5, P5, job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from smq_lambda.domain.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from smq_lambda.domain.jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 from smq_lambda.errors import InvalidRequest
 
 from tests.adapters.builders import BOB, G5, P5, job

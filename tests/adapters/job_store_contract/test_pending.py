@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 from smq_lambda.adapters.item_codec import job_order_key
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import MAX_INLINE_ATTEMPTS
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import MAX_INLINE_ATTEMPTS
+from smq_lambda.domain.jobs.states import JobState
 
 from tests.adapters.bounds import attempted
 from tests.adapters.builders import ALICE, BOB, G5, P5, job

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 from smq_lambda.adapters.item_codec import job_order_key
 from smq_lambda.adapters.pending_listing import listing_key
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import placements_of
-from smq_lambda.domain.states import JobState
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.placements.placement import placements_of
 from smq_lambda.errors import VersionConflict
 
 from tests.adapters.builders import ALICE, G5, P5, job

@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 
 import pytest
-from smq_lambda.domain import lifecycle
+from smq_lambda.domain.jobs import lifecycle
 from smq_lambda.errors import VersionConflict
 from smq_lambda.governance.spot import on_demand_request
 

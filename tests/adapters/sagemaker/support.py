@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
 
 from tests.adapters.builders import G5, T0, job
 

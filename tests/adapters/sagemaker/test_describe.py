@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from botocore.stub import Stubber
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import TrainingServiceError
 
 from tests.adapters.sagemaker.support import training_job_description

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from moto.core import DEFAULT_ACCOUNT_ID
 from smq_lambda.adapters.sagemaker import SageMakerTrainingService
-from smq_lambda.domain.held_instances import held_instances
+from smq_lambda.domain.sagemaker.held_instances import held_instances
 from smq_lambda.errors import TrainingServiceError
 
 from tests.adapters.builders import G5, P5, T0

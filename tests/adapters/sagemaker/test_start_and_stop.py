@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from smq_lambda.adapters.sagemaker import START_ERRORS, SageMakerTrainingService
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import StartOutcomeUnknown, StartRefused, TrainingServiceError
 
 from tests.adapters.builders import T0, job

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smq_lambda.domain.instance_groups import DISTRIBUTION_GROUPS_HYPERPARAMETER
+from smq_lambda.domain.sagemaker.instance_groups import DISTRIBUTION_GROUPS_HYPERPARAMETER
 
 HOST = "algo-1"
 """The first host; a job without instance groups has no other."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from smq_lambda.domain.warm_match import KEEP_ALIVE_MEMBER, keep_alive_seconds, matches, may_use_warm_pool
+from smq_lambda.domain.warm.warm_match import KEEP_ALIVE_MEMBER, keep_alive_seconds, matches, may_use_warm_pool
 
 from smq.local.sagemaker import lifecycle
 from smq.local.sagemaker.contract import JobPaths

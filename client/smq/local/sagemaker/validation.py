@@ -2,7 +2,7 @@
 
 botocore only checks required members, types and minimums before sending; maximums, patterns and
 enums are the service's job. The shape is checked by the queue's own validator
-(smq_lambda.domain.request_shape, against botocore's model), so the queue's API and this service
+(smq_lambda.domain.sagemaker.request_shape, against botocore's model), so the queue's API and this service
 refuse the same requests; here its findings are answered in SageMaker's wire format:
 
 - a value of the wrong JSON type, or a member the model does not have, is a SerializationException
@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sized
 from typing import Any
 
-from smq_lambda.domain.request_shape import (
+from smq_lambda.domain.sagemaker.request_shape import (
     MapKey,
     Rule,
     Segment,

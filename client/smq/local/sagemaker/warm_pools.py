@@ -6,8 +6,8 @@ As the developer guide ("Train Using SageMaker Managed Warm Pools") describes th
   `Available` for that long after it ends: completed, stopped after its cluster launched, or failed
   by an algorithm or client error (`AlgorithmError: ...`, `ClientError: ...`); a failure that may
   have harmed the cluster leaves its warm pool `Terminated`. Managed spot and instance-group jobs
-  keep none (smq_lambda.domain.warm_match.may_use_warm_pool);
-- a new job that matches it (smq_lambda.domain.warm_match) and itself gives a keep-alive period
+  keep none (smq_lambda.domain.warm.warm_match.may_use_warm_pool);
+- a new job that matches it (smq_lambda.domain.warm.warm_match) and itself gives a keep-alive period
   takes it over: the old job's pool becomes `Reused` (`ReusedByJob`), the new job's `InUse`, and
   the new job starts without provisioning;
 - past its period, or when UpdateTrainingJob sets a period already over (0 ends it at once), the

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smq_lambda.domain.budgets import DEFAULT_WARN_AT, Budget, BudgetAction
-from smq_lambda.domain.costs import Prices
-from smq_lambda.domain.section_parser import SectionParser
+from smq_lambda.domain.config.section_parser import SectionParser
+from smq_lambda.domain.costs.budgets import DEFAULT_WARN_AT, Budget, BudgetAction
+from smq_lambda.domain.costs.costs import Prices
 
 COST_KEYS = ("prices", "cost_tags", "budgets")
 BUDGET_KEYS = ("monthly_usd", "action", "warn_at")

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-PREFERENCES_MEMBER = "InstancePreferences"
+from smq_lambda.domain.sagemaker.instance_preferences import PREFERENCES_MEMBER
+
 SPOT_MEMBER = "EnableManagedSpotTraining"
 SPOT_ONLY_STOPPING_MEMBER = "MaxWaitTimeInSeconds"
 PLAN_MEMBER = "TrainingPlanArn"

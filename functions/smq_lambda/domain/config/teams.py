@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from smq_lambda.domain.model import Job
+from smq_lambda.domain.jobs.model import Job
 
 DEFAULT_TEAM_TAG = "team"
 DEFAULT_USAGE_HALF_LIFE_S = 3600

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.warm_pools import WarmPoolStatus
+from smq_lambda.domain.sagemaker.warm_pool_status import WarmPoolStatus
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class TrainingJobStatus:
     """BillableTimeInSeconds, once SageMaker reports one (at the end): the seconds it bills per
     instance, already reduced by the managed spot saving."""
     warm_pool: WarmPoolStatus | None = None
-    """Its `WarmPoolStatus`, once SageMaker keeps its instances warm (domain/warm_pools.py)."""
+    """Its `WarmPoolStatus`, once SageMaker keeps its instances warm (domain/warm/warm_pools.py)."""
 
     def description(self) -> dict[str, Any]:
         """This report in DescribeTrainingJob's shape, which the governance rules read (an event's

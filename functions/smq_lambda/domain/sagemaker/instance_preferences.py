@@ -13,7 +13,7 @@ refuses them at submission (the CreateTrainingJob reference, as botocore's model
 - a preference's `TrainingPlanArns` cannot be given with the job-level `ResourceConfig.TrainingPlanArn`.
 
 SageMaker also refuses `InstancePreferences` with `EnableManagedSpotTraining`; the queue takes that
-combination, since it pins every attempt to one preference (domain/placement.py) and SageMaker never
+combination, since it pins every attempt to one preference (domain/placements/placement.py) and SageMaker never
 receives the list.
 """
 
@@ -24,9 +24,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smq_lambda.domain.instance_groups import MAX_INSTANCE_COUNT, RequestedGroup, check_channel_groups
-from smq_lambda.domain.placement import PREFERENCES_MEMBER
+from smq_lambda.domain.sagemaker.instance_groups import MAX_INSTANCE_COUNT, RequestedGroup, check_channel_groups
 from smq_lambda.errors import InvalidRequest
+
+PREFERENCES_MEMBER = "InstancePreferences"
 
 PREFERENCES_TAG = "smq:instance-preferences"
 """`ml.p4d.24xlarge:2,ml.g5.48xlarge:4`: instance types in order, separated by commas or spaces, each

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from smq_lambda.domain.costs import AttemptCost
-from smq_lambda.domain.model import Job, tag_value
-from smq_lambda.domain.teams import UNASSIGNED
+from smq_lambda.domain.config.teams import UNASSIGNED
+from smq_lambda.domain.costs.costs import AttemptCost
+from smq_lambda.domain.jobs.model import Job, tag_value
 
 UNTAGGED = "(untagged)"
 """The group of a `tag:<key>` dimension for jobs without that tag."""

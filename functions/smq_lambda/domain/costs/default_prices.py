@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from smq_lambda.domain.costs import Prices
+from smq_lambda.domain.costs.costs import Prices
 
 PUBLISHED = "AWS Machine Learning Blog (2022) and the AWS Price List API (2026-08); read 2026-11-26"
 """Where the shipped prices come from, as the prices in force name it (`defaults`)."""

@@ -37,7 +37,7 @@ Every number is bounded, so no value the parser accepts can break a pass (a capa
 what a DynamoDB query or a slice takes, a duration beyond what a datetime holds): instance counts
 (pools, quotas, borrow_limit) at most MAX_INSTANCES, durations (min_runtime_s, usage_half_life_s)
 at most MAX_SECONDS (ten years), other counts (max_preemptions, aging.cap) and aging.per_hour at
-most MAX_COUNT (domain/bounds.py); prices and budgets have their own bounds (cost_document.py).
+most MAX_COUNT (domain/config/bounds.py); prices and budgets have their own bounds (cost_document.py).
 
 Anything else is refused with a ConfigDocumentError naming the key path
 (`quotas.vision.sharing: 'share' is not one of reserve, lend, lend_and_borrow`), so a typo is
@@ -48,7 +48,7 @@ quotas, a budget for a team that is not configured, which no new job can name (i
 name a configured team). Refusing it would turn documents earlier releases took into invalid ones,
 and with no valid version left the queue starts and accepts nothing (adapters/ssm_config.py); and
 such a budget still holds the jobs queued while its team had a quota (their spend keeps the team's
-name: domain/cost_totals.py).
+name: domain/costs/cost_totals.py).
 """
 
 from __future__ import annotations
@@ -58,13 +58,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
-from smq_lambda.domain.budgets import Budget
-from smq_lambda.domain.cost_document import COST_KEYS, parse_cost_sections
-from smq_lambda.domain.costs import Prices
-from smq_lambda.domain.plan_document import TrainingPlan, parse_training_plans, with_plan_pools
-from smq_lambda.domain.spot_document import SpotSection, parse_spot_section, with_spot_pools
-from smq_lambda.domain.teams import (
+from smq_lambda.domain.config.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
+from smq_lambda.domain.config.cost_document import COST_KEYS, parse_cost_sections
+from smq_lambda.domain.config.plan_document import TrainingPlan, parse_training_plans, with_plan_pools
+from smq_lambda.domain.config.spot_document import SpotSection, parse_spot_section, with_spot_pools
+from smq_lambda.domain.config.teams import (
     DEFAULT_TEAM_TAG,
     DEFAULT_USAGE_HALF_LIFE_S,
     QUOTA_PREEMPTION_DEFAULTS,
@@ -75,7 +73,9 @@ from smq_lambda.domain.teams import (
     Sharing,
     Teams,
 )
-from smq_lambda.domain.warm_pool_document import WarmPoolPolicy, parse_warm_pools
+from smq_lambda.domain.config.warm_pool_document import WarmPoolPolicy, parse_warm_pools
+from smq_lambda.domain.costs.budgets import Budget
+from smq_lambda.domain.costs.costs import Prices
 from smq_lambda.errors import ConfigError
 
 TOP_LEVEL_KEYS = (

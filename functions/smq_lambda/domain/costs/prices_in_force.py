@@ -3,7 +3,7 @@
 Three layers, the first that prices a type wins: the configuration document's `prices` (an
 operator's word: negotiated rates, private pricing), the stack's daily Price List refresh (while it
 is at most REFRESH_MAX_AGE old and of the stack's own region), and the prices smq ships for the
-region (domain/default_prices.py). A type none of them prices stays unpriced, never $0.
+region (domain/costs/default_prices.py). A type none of them prices stays unpriced, never $0.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from smq_lambda.domain.costs import Prices
+from smq_lambda.domain.costs.costs import Prices
 
 REFRESH_MAX_AGE = timedelta(days=7)
 """A refresh older than this is ignored: the refresh has been failing for a week (its dead-letter

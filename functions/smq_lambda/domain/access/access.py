@@ -14,7 +14,7 @@ Operators write the rules as one JSON document (the stack's `AccessRules` parame
     }
 
 A caller gets the first rule, in order, with a principal pattern that matches it (see
-domain/principals.py for patterns), or the `default` rule. A rule caps the priority the caller may
+domain/access/principals.py for patterns), or the `default` rule. A rule caps the priority the caller may
 submit at or change a job to, lists the execution roles (`RoleArn`, wildcards allowed) it may pass,
 and says whether sessions of one role own their jobs together (`"owner": "role"`) or each session
 alone (`"session"`, the default). Omitted members allow everything: `max_priority` 1000000, every
@@ -28,8 +28,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smq_lambda.domain.model import MAX_PRIORITY, MIN_PRIORITY
-from smq_lambda.domain.principals import ANY_PRINCIPAL, OwnerScope, is_owner, matches, pattern_problem, wildcard_match
+from smq_lambda.domain.access.principals import (
+    ANY_PRINCIPAL,
+    OwnerScope,
+    is_owner,
+    matches,
+    pattern_problem,
+    wildcard_match,
+)
+from smq_lambda.domain.jobs.model import MAX_PRIORITY, MIN_PRIORITY
 from smq_lambda.errors import AccessDenied, ConfigError
 
 DEFAULT_RULE = "default"

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from smq_lambda.domain import lifecycle
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.states import JobState
-from smq_lambda.domain.training_report import TrainingJobStatus
+from smq_lambda.domain.jobs import lifecycle
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 
 IN_PROGRESS = "InProgress"
 COMPLETED = "Completed"

@@ -2,7 +2,7 @@
 
 A request names one instance type and count, or `ResourceConfig.InstanceGroups` (a heterogeneous
 cluster: named groups, each of one type), or `ResourceConfig.InstancePreferences` (a flexible job:
-domain/instance_preferences.py). botocore's model states the shape (at most 5 groups, 5 group
+domain/sagemaker/instance_preferences.py). botocore's model states the shape (at most 5 groups, 5 group
 names per channel); SageMaker checks the rest only when the queue starts the job, hours after it was
 accepted, so the queue refuses these at submission (the SageMaker developer guide, "Train Using a
 Heterogeneous Cluster", and the CreateTrainingJob reference):

@@ -8,7 +8,7 @@ SageMaker has separate account quotas for spot and on-demand training instances.
 `spot.pools` counts its spot instances in a pool of their own, named `<type>:spot`
 (`ml.g5.xlarge:spot`) everywhere a pool is named; its on-demand instances stay in the pool named
 after the type, which must be declared in `pools` (0 for none). A type with no spot pool counts
-spot and on-demand instances in its one pool. A spot job that allows on demand (domain/purchase.py)
+spot and on-demand instances in its one pool. A spot job that allows on demand (domain/placements/purchase.py)
 may be placed on demand once it has waited `on_demand_after_s` seconds (absent: never for waiting)
 or while its type's spot interruption rate, decayed with `half_life_s` (default 6 hours), is above
 `adaptive.max_interruptions_per_hour` (no `adaptive`: never for the rate); see
@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
-from smq_lambda.domain.purchase import SPOT_POOL_SUFFIX, spot_pool
-from smq_lambda.domain.section_parser import SectionParser
+from smq_lambda.domain.config.bounds import MAX_COUNT, MAX_INSTANCES, MAX_SECONDS
+from smq_lambda.domain.config.section_parser import SectionParser
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX, spot_pool
 
 SPOT_KEYS = ("pools", "on_demand_after_s", "adaptive")
 ADAPTIVE_KEYS = ("max_interruptions_per_hour", "half_life_s")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from smq_lambda.domain.placement import SPOT_MEMBER
+from smq_lambda.domain.placements.placement import SPOT_MEMBER
 
 SPOT_ONLY_TAG = "smq:spot-only"
 SPOT_ONLY_VALUE = "true"

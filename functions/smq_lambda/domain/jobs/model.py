@@ -10,10 +10,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement, listing_demand, placements_of
-from smq_lambda.domain.purchase import Purchase
-from smq_lambda.domain.states import LIVE_STATES, JobState
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
+from smq_lambda.domain.placements.placement import Placement, listing_demand, placements_of
+from smq_lambda.domain.placements.purchase import Purchase
 
 PRIORITY_TAG = "priority"
 MIN_PRIORITY = -1_000_000
@@ -60,7 +60,7 @@ class Attempt:
     """When the owner was warned of the attempt's low GPU utilization (`idle.warn_below_percent`):
     at most once per attempt."""
     placement: Placement | None = None
-    """Where the pass placed the attempt (domain/placement.py), recorded before SageMaker is asked to
+    """Where the pass placed the attempt (domain/placements/placement.py), recorded before SageMaker is asked to
     create it: the one source, from then on, of the request sent, what the attempt holds while it
     starts, runs and stops (also once its job has moved on), its price and what is learned from it.
     None only for instance groups (they hold `Job.demand`) and for attempts of an older release."""
@@ -115,7 +115,7 @@ class Job:
     earlier_job_ids: tuple[str, ...] = ()
     """Ids of earlier (finished) jobs of this name, newest first: each is readable by its id."""
     team: str | None = None
-    """The value of the job's team tag when it was submitted (see domain/teams.py)."""
+    """The value of the job's team tag when it was submitted (see domain/config/teams.py)."""
     expected_duration_s: int | None = None
     """How long the job expects to train: its `smq:expected-duration` tag, else None."""
     max_runtime_s: int | None = None
@@ -130,11 +130,11 @@ class Job:
     budget_override: bool = False
     """Tagged `smq:budget-override` = `true` (by an admin): its team's hold budget never holds it."""
     placements: tuple[Placement, ...] = ()
-    """A flexible job's preferences in order (domain/placement.py); () for a pinned job. `demand` is
+    """A flexible job's preferences in order (domain/placements/placement.py); () for a pinned job. `demand` is
     then where the job is listed while pending (its first preference) and what its attempt's
     placement holds once started."""
     purchase: Purchase = Purchase.ON_DEMAND
-    """Its request's purchase options (domain/purchase.py): the pass reads them without the request."""
+    """Its request's purchase options (domain/placements/purchase.py): the pass reads them without the request."""
     warm_key: str | None = None
     """Its request's warm-pool matching digest when it may leave or reuse a warm pool
     (domain/warm_pools.warm_key_of), set at submission: the pass matches jobs to warm pools by it."""

@@ -31,7 +31,7 @@ from botocore.loaders import create_loader
 from botocore.model import OperationModel, ServiceModel, Shape
 from botocore.validate import ParamValidator
 
-from smq_lambda.domain import java_regex
+from smq_lambda.domain.sagemaker import java_regex
 
 SERVICE = "sagemaker"
 CREATE_TRAINING_JOB = "CreateTrainingJob"

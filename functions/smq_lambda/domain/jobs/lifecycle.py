@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import (
+from smq_lambda.domain.jobs.model import (
     Attempt,
     Change,
     Job,
@@ -20,11 +20,11 @@ from smq_lambda.domain.model import (
     with_attempt,
     with_change,
 )
-from smq_lambda.domain.outcomes import AttemptOutcome
-from smq_lambda.domain.placement import Placement
-from smq_lambda.domain.purchase import purchase_of
-from smq_lambda.domain.states import JobState, check_transition
-from smq_lambda.domain.warm_pools import keep_alive_sent
+from smq_lambda.domain.jobs.outcomes import AttemptOutcome
+from smq_lambda.domain.jobs.states import JobState, check_transition
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import purchase_of
+from smq_lambda.domain.warm.warm_pools import keep_alive_sent
 
 BACKOFF_BASE = timedelta(seconds=15)
 BACKOFF_MAX = timedelta(minutes=15)

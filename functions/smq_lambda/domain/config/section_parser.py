@@ -1,4 +1,4 @@
-"""The checks the configuration document's parser (domain/config_document.py) shares with the
+"""The checks the configuration document's parser (domain/config/config_document.py) shares with the
 modules that parse its other sections (costs, spot, training plans, warm pools), so every section
 words its refusals alike and names the key path the same way."""
 

@@ -1,5 +1,5 @@
 """Which jobs run on a training plan's reserved capacity, decided at submission from the request and
-the configured plans (domain/plan_document.py):
+the configured plans (domain/config/plan_document.py):
 
 - an instance preference that names a plan's ARN in `TrainingPlanArns` is placed in that plan's
   pool (`Placement.pool` `plan:<name>`, `Placement.training_plan_arn` its ARN, so the request sent
@@ -28,9 +28,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.domain.instance_preferences import PREFERENCES_TAG
-from smq_lambda.domain.placement import PLAN_MEMBER, PREFERENCES_MEMBER, Placement, placements_of
-from smq_lambda.domain.plan_document import TrainingPlan, utc_text
+from smq_lambda.domain.config.plan_document import TrainingPlan, utc_text
+from smq_lambda.domain.placements.placement import PLAN_MEMBER, Placement, placements_of
+from smq_lambda.domain.sagemaker.instance_preferences import PREFERENCES_MEMBER, PREFERENCES_TAG
 from smq_lambda.errors import InvalidRequest
 
 PLAN_FIELD = f"ResourceConfig.{PLAN_MEMBER}"

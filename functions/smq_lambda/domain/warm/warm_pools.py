@@ -7,7 +7,7 @@ keep-alive period runs out, or someone ends it (`Terminated`). While it is avail
 holds its instances in their pool, exactly as if a job ran there; a matching pending job may start
 on them (scheduling/warm_pools.py).
 
-Which jobs match is SageMaker's rule (domain/warm_match.py); the queue keeps its digest per job
+Which jobs match is SageMaker's rule (domain/warm/warm_match.py); the queue keeps its digest per job
 (`Job.warm_key`), set at submission, so a pass compares keys and never reads a request.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.model import Job
-from smq_lambda.domain.placement import pinned_request
-from smq_lambda.domain.warm_match import KEEP_ALIVE_MEMBER, keep_alive_seconds, may_use_warm_pool, warm_pool_key
+from smq_lambda.domain.jobs.model import Job
+from smq_lambda.domain.placements.placement import pinned_request
+from smq_lambda.domain.warm.warm_match import KEEP_ALIVE_MEMBER, keep_alive_seconds, may_use_warm_pool, warm_pool_key
 
 REUSE_KEEP_ALIVE_S = 1
 """The keep-alive of a job that starts on a warm pool when nothing waits to reuse its instances
@@ -80,36 +80,6 @@ def with_keep_alive(request: dict[str, Any], sent: int | None) -> dict[str, Any]
     else:
         resources.pop(KEEP_ALIVE_MEMBER, None)
     return request
-
-
-AVAILABLE, IN_USE, REUSED, TERMINATED = "Available", "InUse", "Reused", "Terminated"
-ENDED = frozenset({REUSED, TERMINATED})
-"""Statuses that end a warm pool's life: its instances went to the job that reused it, or back."""
-
-
-@dataclass(frozen=True)
-class WarmPoolStatus:
-    """SageMaker's `WarmPoolStatus` of a training job (DescribeTrainingJob and state-change events)."""
-
-    status: str
-    retained_billable_s: int | None = None
-    """`ResourceRetainedBillableTimeInSeconds`: what keeping the instances warm billed, per instance."""
-    reused_by: str | None = None
-    """`ReusedByJob`: the training job that started on the warm pool."""
-
-
-def warm_pool_status_of(described: Mapping[str, Any]) -> WarmPoolStatus | None:
-    """The `WarmPoolStatus` of a description or an event's detail; None when absent or unreadable."""
-    value = described.get("WarmPoolStatus")
-    if not isinstance(value, Mapping) or not isinstance(value.get("Status"), str):
-        return None
-    seconds = value.get("ResourceRetainedBillableTimeInSeconds")
-    reused_by = value.get("ReusedByJob")
-    return WarmPoolStatus(
-        status=value["Status"],
-        retained_billable_s=seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else None,
-        reused_by=reused_by if isinstance(reused_by, str) else None,
-    )
 
 
 def warm_pool_left(job: Job, attempt_number: int, training_job_name: str, ended_at: datetime) -> WarmPool | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from smq_lambda.domain.section_parser import SectionParser
+from smq_lambda.domain.config.section_parser import SectionParser
 
 WARM_POOL_KEYS = ("max_keep_alive_s",)
 MAX_KEEP_ALIVE_S = 28 * 24 * 3600

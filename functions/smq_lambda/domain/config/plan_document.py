@@ -10,7 +10,7 @@ SageMaker training plans, each reserved capacity of one instance type for time w
 Each plan is the pool `plan:<name>` (PLAN_POOL_PREFIX): the ledger, GET /pools, `smq pools` and the
 metrics name it so. A job runs there when its instance preference names the plan's ARN in
 `TrainingPlanArns`, or its request names it in `ResourceConfig.TrainingPlanArn`
-(domain/plan_requests.py). The pool holds `instances` while a window is *open* (from its `start`
+(domain/placements/plan_requests.py). The pool holds `instances` while a window is *open* (from its `start`
 to `stop_margin_s` before its `end`) and none otherwise: nothing starts in the last `stop_margin_s`
 of a window, and the jobs running there are stopped then, so they checkpoint before SageMaker ends
 the reservation (scheduling/plan_windows.py, scheduling/plan_stops.py).
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smq_lambda.domain.bounds import MAX_INSTANCES
-from smq_lambda.domain.section_parser import SectionParser
+from smq_lambda.domain.config.bounds import MAX_INSTANCES
+from smq_lambda.domain.config.section_parser import SectionParser
 
 PLAN_POOL_PREFIX = "plan:"
 PLAN_KEYS = ("arn", "instance_type", "instances", "windows", "stop_margin_s")

@@ -1,0 +1,1 @@
+"""Where a job runs: its placements in the order it prefers them, its purchase options, training plans at submission, and spot interruption rates."""

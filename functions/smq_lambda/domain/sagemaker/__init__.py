@@ -1,0 +1,1 @@
+"""SageMaker's own rules, as its service model and documentation state them: request shapes, instance groups and preferences, what a training job holds and reports. The local SageMaker service applies them too."""

@@ -1,0 +1,1 @@
+"""SageMaker managed warm pools as the queue counts them, and when a job may reuse one."""
