@@ -39,7 +39,7 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
     team = state.ledger.team(job)
     allowed = state.config.backfill
     stuck = [pool for pool in blocked if pool in state.stuck[team]]
-    verdict = verdicts.assess(state, job)
+    verdict = verdicts.assess_now(state, job)
     starts = isinstance(verdict, verdicts.Behind) and verdict.starts
     if not stuck and not starts:
         state.wait(job)

@@ -46,7 +46,7 @@ def place(state: PassState, job: Job) -> Job | None:
     options = _usable(state, job)
     if not options:
         return None
-    assessed = [(option, verdicts.assess(state, option[2])) for option in options]
+    assessed = [(option, verdicts.assess_now(state, option[2])) for option in options]
     chosen = _choose(state, assessed)
     if chosen is not None:
         index, placement, at = chosen
@@ -57,17 +57,19 @@ def place(state: PassState, job: Job) -> Job | None:
 
 
 def _choose(
-    state: PassState, assessed: list[tuple[tuple[int, Placement, Job], verdicts.Verdict]]
+    state: PassState, assessed: list[tuple[tuple[int, Placement, Job], verdicts.VerdictNow | None]]
 ) -> tuple[int, Placement, Job] | None:
-    """Rules 1 to 4 of the module docstring, by the options' verdicts; None for rule 5."""
-    ranked = [
-        lambda verdict: isinstance(verdict, verdicts.FITS_NOW),
-        lambda verdict: isinstance(verdict, verdicts.MakeRoom),
-        lambda verdict: state.config.backfill and isinstance(verdict, verdicts.Behind) and verdict.starts,
-    ]
-    for rule in ranked:
+    """Rules 1 to 4 of the module docstring, by the options' verdicts (room is looked for only
+    when no option fits now); None for rule 5."""
+    for option, verdict in assessed:
+        if isinstance(verdict, verdicts.FITS_NOW):
+            return option
+    for option, verdict in assessed:
+        if verdict is None and isinstance(verdicts.room_for(state, option[2]), verdicts.MakeRoom):
+            return option
+    if state.config.backfill:
         for option, verdict in assessed:
-            if rule(verdict):
+            if isinstance(verdict, verdicts.Behind) and verdict.starts:
                 return option
     if all(isinstance(verdict, verdicts.Behind) for _, verdict in assessed):
         return assessed[0][0]

@@ -63,24 +63,47 @@ class NoFit:
 
 
 Verdict = Behind | FitOnWarm | Fit | Borrow | MakeRoom | NoFit
+VerdictNow = Behind | FitOnWarm | Fit | Borrow
+"""The verdicts `assess_now` gives without looking for room."""
 FITS_NOW = (FitOnWarm, Fit, Borrow)
 """The verdicts of a job that starts now."""
 
 
 def assess(state: PassState, at: Job) -> Verdict:
     """The verdict on `at` (a job at one placement: its demand is the placement's)."""
+    return assess_now(state, at) or room_for(state, at)
+
+
+def assess_now(state: PassState, at: Job) -> VerdictNow | None:
+    """The verdicts that need no victim selection; None when `at` would need room made. The
+    placement phase asks this of every option first, and `room_for` only when none fits now."""
     team = state.ledger.team(at)
     if blocked := state.blocked(at):
         return Behind(state.team_heads[team][blocked[0]], _fits_now(state, at))
-    warm = state.warm.matching(at.warm_key, at.demand)
-    if warm is not None and not state.lack(at, also=warm.demand) and not state.ledger.beyond_quota(team, at.demand):
-        return FitOnWarm(warm)
+    if (warm := on_warm(state, at)) is not None:
+        return warm
     if not state.lack(at):
         beyond = state.ledger.beyond_quota(team, at.demand)
         if not beyond:
             return Fit()
         if state.why_not_borrow(at, beyond) is None:
             return Borrow()
+    return None
+
+
+def on_warm(state: PassState, at: Job) -> FitOnWarm | None:
+    """`FitOnWarm` when no earlier job of its team waits for the pool and a warm pool `at` matches,
+    with the instances its team may use, covers it within its quota; else None."""
+    if at.warm_key is None or state.blocked(at):
+        return None
+    warm = state.warm.matching(at.warm_key, at.demand)
+    if warm is None or state.lack(at, also=warm.demand) or state.ledger.beyond_quota(state.ledger.team(at), at.demand):
+        return None
+    return FitOnWarm(warm)
+
+
+def room_for(state: PassState, at: Job) -> MakeRoom | NoFit:
+    """`MakeRoom` with the jobs stopped for `at` when room can be made for it, else `NoFit`."""
     targets = _room(state, at)
     return NoFit() if targets is None else MakeRoom(targets)
 

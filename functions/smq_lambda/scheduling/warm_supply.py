@@ -15,8 +15,8 @@ def reuse(state: PassState, job: Job) -> bool:
     """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota
     (`verdicts.FitOnWarm`); True when that decided it (it started, or a feature's gate, its team's
     hold budget, set it aside after all)."""
-    verdict = verdicts.assess(state, job)
-    if not isinstance(verdict, verdicts.FitOnWarm):
+    verdict = verdicts.on_warm(state, job)
+    if verdict is None:
         return False
     warm = verdict.warm
     state.ledger.hand_over(warm)
