@@ -24,8 +24,8 @@ def started_at(job: dict, number: int) -> datetime:
 
 @pytest.mark.slow
 def test_seed_scenario(stack: LocalStack, client: SmqApiClient) -> None:
-    client.add_job(synthetic_request("seed-job1", priority=1, duration=8))
-    client.add_job(synthetic_request("seed-job2", priority=2, duration=6))
+    client.add_job(synthetic_request("seed-job1", priority=1, duration=20))
+    client.add_job(synthetic_request("seed-job2", priority=2, duration=15))
     wait_for(client, "seed-job1", {"running"})
     wait_for(client, "seed-job2", {"running"})
     client.add_job(synthetic_request("seed-job3", priority=1, duration=2))

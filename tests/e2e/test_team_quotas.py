@@ -145,7 +145,7 @@ def test_a_lender_reclaims_its_quota_and_the_borrowed_job_resumes_from_its_check
     client.add_job(team_job("a1", hold_source, "hold.py", team="a", priority=5, until=str(release)))
     a1_start = reason_when(transitions(client, ["a1"])["a1"], "starting")
     assert a1_start.startswith("within a's quota: needs 1, a uses 0 of its quota of 1"), a1_start
-    client.add_job(team_job("a2", steps_source, "steps.py", team="a", priority=5, steps=40, **{"step-seconds": 0.1}))
+    client.add_job(team_job("a2", steps_source, "steps.py", team="a", priority=5, steps=120, **{"step-seconds": 0.1}))
     a2_start = reason_when(transitions(client, ["a2"])["a2"], "starting")
     assert a2_start.startswith(f"borrowing 1 of b's {POOL} idle quota"), a2_start
     borrowed = wait_until(
