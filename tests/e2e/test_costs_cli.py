@@ -62,7 +62,8 @@ def test_smq_costs_totals_billed_time_times_instances_times_price(
         job = wait_for(client, name, {"completed"}, timeout=120)
         described = sagemaker.describe_training_job(TrainingJobName=job["training_job_name"])
         billed.append(described["BillableTimeInSeconds"])
-    assert all(DURATION_S <= seconds <= DURATION_S + 5 for seconds in billed), billed
+    # The local service bills from the training process's start, which takes longer on a loaded machine.
+    assert all(DURATION_S <= seconds <= DURATION_S + 15 for seconds in billed), billed
     expected = sum(billed) * INSTANCES * PRICE / 3600
 
     with client_environment(stack):
