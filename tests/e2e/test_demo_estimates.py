@@ -11,8 +11,8 @@ from smq.local.demo import Pace, play_demo
 from smq_lambda.forecast.accuracy import BAND_GRACE_S
 
 QUICK = Pace(submit_gap_s=2.0, synthetic_training_s=16.0)
-"""job4 arrives three gaps after job1 started: the preemption must land in the 10 s left, also on a
-loaded machine."""
+"""job4 arrives three gaps after job1 started, and job1 trains twice the others' 16 s: the preemption
+has over 20 s to land, also on a loaded machine where a submission can stall for 15 s."""
 
 
 def test_after_the_warm_up_the_scenarios_jobs_start_within_their_bands(

@@ -63,13 +63,26 @@ the pace's."""
 @dataclass(frozen=True)
 class Pace:
     """How fast the scenario goes: the gap between submissions, and how long a job trains, in seconds
-    with the synthetic executor, in steps with the real trainer (job4 must arrive while job1 still
-    trains: 3 gaps < synthetic_training_s; 1,200 steps take 30–60 s on one core, and a job's first
-    seconds go to starting Python and importing torch)."""
+    with the synthetic executor, in steps with the real trainer (1,200 steps take 30–60 s on one
+    core, and a job's first seconds go to starting Python and importing torch).
+
+    job4 must arrive, and its preemption land, while job1 still trains. Fixed gaps cannot promise
+    that on a loaded machine, where one submission may stall for ten seconds or more, so job1 trains
+    `victim_length` times as long as the others: the margin grows with the pace, not with luck."""
 
     submit_gap_s: float = 4.0
     synthetic_training_s: float = 20.0
     trainer_steps: int = 1200
+    victim_length: float = 2.0
+
+    def steps(self, name: str) -> int:
+        return round(self.trainer_steps * self._length(name))
+
+    def synthetic_seconds(self, name: str) -> float:
+        return self.synthetic_training_s * self._length(name)
+
+    def _length(self, name: str) -> float:
+        return self.victim_length if name == VICTIM else 1.0
 
 
 DEMO_PACE = Pace()
@@ -81,11 +94,11 @@ STEP = re.compile(r"\bstep=(\d+)\b")
 def demo_request(name: str, priority: int, source_uri: str, executor: str, pace: Pace = DEMO_PACE) -> dict[str, Any]:
     """The CreateTrainingJob request the SageMaker SDK would build for trainer/train.py."""
     hyperparameters = {key: json.dumps(value) for key, value in TRAINER_HYPERPARAMETERS.items()}
-    hyperparameters["max-steps"] = json.dumps(pace.trainer_steps)
+    hyperparameters["max-steps"] = json.dumps(pace.steps(name))
     hyperparameters["sagemaker_program"] = json.dumps("train.py")
     hyperparameters["sagemaker_submit_directory"] = json.dumps(source_uri)
     if executor == "synthetic":
-        hyperparameters["smq_synthetic_duration"] = json.dumps(f"{pace.synthetic_training_s:g}")
+        hyperparameters["smq_synthetic_duration"] = json.dumps(f"{pace.synthetic_seconds(name):g}")
     return {
         "TrainingJobName": name,
         "RoleArn": "arn:aws:iam::000000000000:role/SageMakerRole",
@@ -284,7 +297,7 @@ def _verdict(summaries: list[Summary], executor: str, pace: Pace) -> list[str]:
     job1 = next(summary for summary in summaries if summary.name == "job1")
     if job1.attempts < 2:
         problems.append("job1 was not preempted")
-    elif executor == "process" and not any(0 < step < pace.trainer_steps for step in job1.resumed_from):
+    elif executor == "process" and not any(0 < step < pace.steps(VICTIM) for step in job1.resumed_from):
         problems.append("job1 did not resume mid-training from a checkpoint")
     for problem in problems:
         print(f"demo failed: {problem}")
