@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, verdicts
+from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, room, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
@@ -52,7 +52,7 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
         state.ledger.take(job.demand, team)
     elif allowed and starts:
         head = state.team_heads[team][stuck[0]]
-        state.admit(job, backfill=True, reason=_reason(state, job, head, state.shortfall(head)))
+        state.admit(job, backfill=True, reason=_reason(state, job, head, room.pool_shortfall(state, head)))
     elif allowed:
         _make_room_to_backfill(state, job, state.team_heads[team][stuck[0]])
     else:
@@ -63,8 +63,8 @@ def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
 def _reason(state: PassState, job: Job, head: Job, head_shortfall: dict[str, int] | None) -> str:
     """Why `job` is backfilled behind `head`: stuck (`head_shortfall`, what it lacks even after the
     stops in flight), or waiting only for instances kept for it (None)."""
-    views = state.views(job.demand)
-    if state.whole(job):
+    views = room.views(state, job.demand)
+    if room.whole(state, job):
         if head_shortfall is None:
             return reasons.beside_reserved(views, head.name)
         return reasons.backfill(views, head.name, head_shortfall)
@@ -82,9 +82,9 @@ def _make_room_to_backfill(state: PassState, job: Job, head: Job) -> None:
     """`job` waits behind a stuck head and cannot start: jobs of its team it outranks are stopped
     so that it can be backfilled once they are gone. They rank below the head too, so their
     instances would not have let the head start."""
-    room, _ = borrowing.own_room(state, job)
-    if room and nomination.preempt_for_priority(state, job, room) is not None:
+    to_free, _ = borrowing.own_room(state, job)
+    if to_free and nomination.preempt_for_priority(state, job, to_free) is not None:
         state.wait(job)
         return
-    state.explain(job, reasons.backfill_awaiting_release(state.views(job.demand), head.name))
+    state.explain(job, reasons.backfill_awaiting_release(room.views(state, job.demand), head.name))
     state.ledger.take(job.demand, state.ledger.team(job))

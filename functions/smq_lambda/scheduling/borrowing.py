@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling import quota_reasons, reasons, room
 from smq_lambda.scheduling.nomination import admit_or_make_room, make_room
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
@@ -50,27 +50,27 @@ def borrow(state: PassState, job: Job) -> None:
     if not beyond:  # reclaims decided for earlier borrowers brought its team back within its quota
         admit_or_make_room(state, job)
         return
-    why_not = state.why_not_borrow(job, beyond)
+    why_not = room.why_not_borrow(state, job, beyond)
     if why_not is None:
         borrowed = {pool: min(n, job.demand[pool]) for pool, n in beyond.items()}
         lenders = {pool: state.ledger.lenders(pool, n) for pool, n in borrowed.items()}
         state.admit(job, reason=quota_reasons.borrowing(team, borrowed, lenders))
         return
-    candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
-    room, waits = own_room(state, job)
-    own = select_targets(room, candidates)
-    whole = state.whole(job)
+    candidates, protected = room.priority_candidates(state, job)
+    to_free, waits = own_room(state, job)
+    own = select_targets(to_free, candidates)
+    whole = room.whole(state, job)
     if own is None:
         if state.is_first(job):
-            short = next(iter(room))
-            view = state.view(short, job.demand[short])
+            short = next(iter(to_free))
+            view = room.view(state, short, job.demand[short])
             state.explain(
                 job,
                 reasons.no_room(view, protected) if whole else quota_reasons.at_quota(team, beyond, why_not, protected),
             )
         state.stuck[team].update(limited(job.demand, state.ledger))
         return
-    state.preempt(own, job, _preempted_reason(job, team, room if whole else beyond, whole=whole))
+    state.preempt(own, job, _preempted_reason(job, team, to_free if whole else beyond, whole=whole))
     make_room(state, job, released_for_it=waits)
 
 
@@ -93,9 +93,9 @@ def own_room(state: PassState, job: Job) -> tuple[dict[str, int], dict[str, int]
     beyond = state.ledger.beyond_quota(team, job.demand)
     limit = state.config.teams.borrow_limit(team)
     if beyond and not state.ledger.may_borrow(team):
-        room = {pool: over - state.ledger.releasing_of(team, pool) for pool, over in beyond.items()}
+        to_free = {pool: over - state.ledger.releasing_of(team, pool) for pool, over in beyond.items()}
         waits = {pool: min(over, job.demand[pool]) for pool, over in beyond.items()}
-        return {pool: n for pool, n in room.items() if n > 0}, waits
+        return {pool: n for pool, n in to_free.items() if n > 0}, waits
     if beyond and limit is not None and any(over > limit for over in beyond.values()):
         return dict(beyond), dict(beyond)
-    return state.lack(job, counting_releasing=True), state.lack(job)
+    return room.lack(state, job, counting_releasing=True), room.lack(state, job)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.domain.placements.placement import Placement
-from smq_lambda.scheduling import plan_windows, quota_reasons, reasons
+from smq_lambda.scheduling import plan_windows, quota_reasons, reasons, room
 from smq_lambda.scheduling.holds import Held, HoldKind
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.skips import InBackoff, TooLarge, skip_rule
@@ -69,7 +69,7 @@ def placement_gate(state: PassState, job: Job, placement: Placement) -> Held | N
 
 def too_large(state: PassState, pool: str, need: int) -> Held:
     """`need` of `pool` is more than the pool holds now: a closed plan's window, or too large."""
-    view = state.view(pool, need)
+    view = room.view(state, pool, need)
     closed = plan_windows.closed_for(state.config, state.now, view)
     if closed is not None:
         return Held(HoldKind.PLAN_WINDOW_CLOSED, closed)

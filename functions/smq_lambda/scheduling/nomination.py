@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import quota_reasons, reasons
+from smq_lambda.scheduling import quota_reasons, reasons, room
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, least_progress_first, select_targets
 
@@ -29,15 +29,15 @@ from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, least_progress_
 def admit_or_make_room(state: PassState, job: Job) -> None:
     """`job` is within its team's quota: it starts when the instances its team may use cover it,
     else room is made for it."""
-    if state.lack(job):
+    if room.lack(state, job):
         make_room(state, job)
         return
     team = state.ledger.team(job)
-    if state.whole(job):
-        reason = reasons.fits(state.views(job.demand))
+    if room.whole(state, job):
+        reason = reasons.fits(room.views(state, job.demand))
     else:
         quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
-        reason = quota_reasons.within_quota(team, state.views(job.demand), quotas)
+        reason = quota_reasons.within_quota(team, room.views(state, job.demand), quotas)
     state.admit(job, reason=reason)
 
 
@@ -48,15 +48,15 @@ def make_room(state: PassState, job: Job, released_for_it: Mapping[str, int] | N
     `released_for_it`: what its own team's jobs stopped for it give back, which it waits for even
     when free instances would cover it (its quota does not)."""
     team = state.ledger.team(job)
-    shortfall = state.lack(job, counting_releasing=True)
+    shortfall = room.lack(state, job, counting_releasing=True)
     if shortfall:
         targets = reclaim_targets(state, team, shortfall)
         protected = preempt_for_priority(state, job, shortfall) if targets is None else None
         if protected is not None:
             if state.is_first(job):
                 short = next(iter(shortfall))
-                view = state.view(short, job.demand[short])
-                whole = state.whole(job)
+                view = room.view(state, short, job.demand[short])
+                whole = room.whole(state, job)
                 state.explain(
                     job, reasons.no_room(view, protected) if whole else quota_reasons.no_room_within_quota(team, view)
                 )
@@ -70,9 +70,9 @@ def make_room(state: PassState, job: Job, released_for_it: Mapping[str, int] | N
 
 
 def _awaiting_release(state: PassState, job: Job, released_for_it: Mapping[str, int]) -> str:
-    if state.whole(job):
-        return reasons.awaiting_release(state.short_views(job.demand))
-    waits = state.lack(job)
+    if room.whole(state, job):
+        return reasons.awaiting_release(room.short_views(state, job.demand))
+    waits = room.lack(state, job)
     for pool, n in released_for_it.items():
         waits[pool] = max(waits.get(pool, 0), n)
     team = state.ledger.team(job)
@@ -84,8 +84,7 @@ def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int
     """Stop the fewest live jobs of `job`'s team it may preempt that cover `shortfall`. None when
     done; when even all of them would not cover it, nothing is stopped and the count of the jobs
     the preemption rules protected is returned."""
-    team = state.ledger.team(job)
-    candidates, protected = state.priority_candidates(job, among=lambda other: state.ledger.team(other) == team)
+    candidates, protected = room.priority_candidates(state, job)
     targets = select_targets(shortfall, candidates)
     if targets is None:
         return protected

@@ -15,8 +15,6 @@ from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.holds import Held, HoldKind
-from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
-from smq_lambda.scheduling.reasons import PoolView
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
 
@@ -146,11 +144,6 @@ class PassState:
         heads = self.team_heads[self.ledger.team(job)]
         return any(heads.get(pool) is job for pool in job.demand)
 
-    def whole(self, job: Job) -> bool:
-        """`job`'s team holds every pool it needs whole (`Ledger.whole`): its reasons name no quota."""
-        team = self.ledger.team(job)
-        return all(self.ledger.whole(team, pool) for pool in limited(job.demand, self.ledger))
-
     def explain(self, job: Job, reason: str) -> None:
         """`job`'s reason is `reason` as of this pass (`explained`), written when it changed."""
         self.explained.add(job.name)
@@ -166,19 +159,6 @@ class PassState:
         reason = quota_reasons.noting_team(reason, job.team, self.config.teams)
         suffix = self.suffixes.get(job.name)
         return reason if suffix is None else f"{reason}; {suffix}"
-
-    def priority_candidates(self, head: Job, among: Callable[[Job], bool] = lambda _: True) -> tuple[list[Job], int]:
-        """Live jobs `among` those allowed that may be stopped for `head` by the priority rule, and
-        how many more would be but are protected (see `preemption.protection`)."""
-        candidates, protected = [], 0
-        for other in self.live.values():
-            if not among(other) or not is_reclaimable_by(other, head):
-                continue
-            if not other.is_backfill and protection(other, self.now, self.config.preemption) is not None:
-                protected += 1
-            else:
-                candidates.append(other)
-        return candidates, protected
 
     def preempt(self, targets: Sequence[Job], for_job: Job, reason_for: Callable[[Job], str]) -> None:
         """Stop `targets` for `for_job`; their instances count as on their way back from now on."""
@@ -196,65 +176,6 @@ class PassState:
             self.actions.append(PreemptJob(target.name, attempt.number, for_job.name, reason_for(target), note))
             del self.live[target.name]
         self.ledger.release(targets)
-
-    def shortfall(self, job: Job) -> dict[str, int]:
-        """Instances per pool `job` still lacks once the stops in flight land."""
-        return {
-            pool: missing
-            for pool, count in job.demand.items()
-            if (missing := self.ledger.shortfall(pool, count, counting_releasing=True)) > 0
-        }
-
-    def lack(
-        self, job: Job, *, counting_releasing: bool = False, also: Mapping[str, int] | None = None
-    ) -> dict[str, int]:
-        """Per pool short of it, instances `job` lacks beyond those its team may use (`Ledger.available`),
-        beyond those on their way back when `counting_releasing`, and beyond `also` (instances that
-        would be its alone: a warm pool it matches)."""
-        team = self.ledger.team(job)
-        lack = {}
-        for pool, need in job.demand.items():
-            available = self.ledger.available(team, pool)
-            if available is None:
-                continue
-            available += (also or {}).get(pool, 0)
-            releasing = self.ledger.releasing(pool) if counting_releasing else 0
-            if (missing := need - available - releasing) > 0:
-                lack[pool] = missing
-        return lack
-
-    def why_not_borrow(self, job: Job, beyond: Mapping[str, int]) -> str | None:
-        """The borrowing rule (the borrowing and backfill phases): why `job`, `beyond` its team's quota, may not
-        borrow; None when it may (its team borrows, within its borrow limit, and the instances its
-        team may use cover it)."""
-        team = self.ledger.team(job)
-        sharing = self.config.teams.sharing(team)
-        if not sharing.borrows:
-            return f"its sharing is {sharing.value}"
-        limit = self.config.teams.borrow_limit(team)
-        if limit is not None:
-            for pool, over in beyond.items():
-                if over > limit:
-                    return f"it would borrow {over} of {pool}, its borrow limit is {limit}"
-        for pool, need in job.demand.items():
-            free, available = self.ledger.free(pool), self.ledger.available(team, pool)
-            if free is None or available is None:
-                continue
-            if need > available:
-                reserved = free - available
-                kept = f", {reserved} of them idle quota that other teams reserve" if reserved else ""
-                return f"{max(free, 0)} {pool} free{kept}"
-        return None
-
-    def view(self, pool: str, need: int) -> PoolView:
-        return PoolView(pool, need, self.ledger.free(pool), self.ledger.capacity(pool), self.ledger.releasing(pool))
-
-    def views(self, demand: Mapping[str, int]) -> list[PoolView]:
-        return [self.view(pool, count) for pool, count in demand.items()]
-
-    def short_views(self, demand: Mapping[str, int]) -> list[PoolView]:
-        """The pools of `demand` without the instances free right now."""
-        return [self.view(pool, count) for pool, count in demand.items() if not self.ledger.fits({pool: count})]
 
 
 def limited(pools: Iterable[str], ledger: Ledger) -> list[str]:

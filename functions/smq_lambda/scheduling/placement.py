@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.placements.placement import Placement
-from smq_lambda.scheduling import gates, plan_windows, reasons, verdicts
+from smq_lambda.scheduling import gates, plan_windows, reasons, room, verdicts
 from smq_lambda.scheduling.holds import CORE_KINDS, Held
 from smq_lambda.scheduling.pass_state import PassState, limited
 
@@ -116,7 +116,7 @@ def _wait_everywhere(state: PassState, job: Job, options: list[tuple[int, Placem
 
 def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> str:
     at = replace(job, demand=placement.demand)
-    view = state.view(placement.pool_name, placement.count)
+    view = room.view(state, placement.pool_name, placement.count)
     if view.capacity is not None and placement.count > view.capacity:
         if plan_windows.plan_of(state.config, placement.pool_name) is not None:
             return f"{index}. {placement.describe()}: {plan_windows.never_fits(state.config, state.now, view, configured=True)}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.warm.warm_pools import WarmPool
+from smq_lambda.scheduling import room
 from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.preemption import select_targets
@@ -82,11 +83,11 @@ def assess_now(state: PassState, at: Job) -> VerdictNow | None:
         return Behind(state.team_heads[team][blocked[0]], _fits_now(state, at))
     if (warm := on_warm(state, at)) is not None:
         return warm
-    if not state.lack(at):
+    if not room.lack(state, at):
         beyond = state.ledger.beyond_quota(team, at.demand)
         if not beyond:
             return Fit()
-        if state.why_not_borrow(at, beyond) is None:
+        if room.why_not_borrow(state, at, beyond) is None:
             return Borrow()
     return None
 
@@ -97,7 +98,11 @@ def on_warm(state: PassState, at: Job) -> FitOnWarm | None:
     if at.warm_key is None or state.blocked(at):
         return None
     warm = state.warm.matching(at.warm_key, at.demand)
-    if warm is None or state.lack(at, also=warm.demand) or state.ledger.beyond_quota(state.ledger.team(at), at.demand):
+    if (
+        warm is None
+        or room.lack(state, at, also=warm.demand)
+        or state.ledger.beyond_quota(state.ledger.team(at), at.demand)
+    ):
         return None
     return FitOnWarm(warm)
 
@@ -111,7 +116,7 @@ def room_for(state: PassState, at: Job) -> MakeRoom | NoFit:
 def _fits_now(state: PassState, at: Job) -> bool:
     """The instances `at`'s team may use cover it now, within its quota or as borrowing."""
     beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
-    return not state.lack(at) and (not beyond or state.why_not_borrow(at, beyond) is None)
+    return not room.lack(state, at) and (not beyond or room.why_not_borrow(state, at, beyond) is None)
 
 
 def _room(state: PassState, at: Job) -> Sequence[Job] | None:
@@ -119,7 +124,7 @@ def _room(state: PassState, at: Job) -> Sequence[Job] | None:
     would end cover what it lacks); None when even they cannot."""
     shortfall = {
         pool: left
-        for pool, missing in state.lack(at, counting_releasing=True).items()
+        for pool, missing in room.lack(state, at, counting_releasing=True).items()
         if (left := missing - state.warm.endable(at.warm_key, pool)) > 0
     }
     if not shortfall:
@@ -128,5 +133,5 @@ def _room(state: PassState, at: Job) -> Sequence[Job] | None:
     reclaimed = reclaim_targets(state, team, shortfall)
     if reclaimed is not None:
         return reclaimed
-    candidates, _ = state.priority_candidates(at, among=lambda other: state.ledger.team(other) == team)
+    candidates, _ = room.priority_candidates(state, at)
     return select_targets(shortfall, candidates)

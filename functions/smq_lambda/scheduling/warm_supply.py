@@ -5,7 +5,7 @@ it does not match before anything is preempted for it."""
 from __future__ import annotations
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import verdicts
+from smq_lambda.scheduling import room, verdicts
 from smq_lambda.scheduling.actions import ReleaseWarmPool
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.reasons import timestamp
@@ -31,7 +31,7 @@ def reuse(state: PassState, job: Job) -> bool:
 
 def release_for(state: PassState, job: Job) -> None:
     """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
-    for pool, missing in state.lack(job, counting_releasing=True).items():
+    for pool, missing in room.lack(state, job, counting_releasing=True).items():
         for warm in state.warm.in_pool(pool):
             if missing <= 0:
                 break
