@@ -90,3 +90,23 @@ def test_assessing_changes_nothing_and_a_job_that_fits_now_starts(snapshot: Snap
     )
     if isinstance(verdict, verdicts.FITS_NOW) and not gated and first.priority == max(j.priority for j in pending):
         assert any(isinstance(action, StartJob) and action.job_name == first.name for action in decision.actions)
+
+
+def test_a_reclaim_is_a_make_room_verdict_whose_targets_the_pass_stops() -> None:
+    """Team a runs 4 instances on a quota of 2 (2 borrowed from b); b's job needs its 2 back."""
+    snapshot = (
+        queue()
+        .running("a1", team="a", needs={P5: 2})
+        .running("a2", team="a", needs={P5: 2})
+        .pending("x", team="b", needs={P5: 2})
+        .build()
+    )
+    config = replace(pools(p5=4), teams=LENDING)
+
+    verdict = last_pending(state_for(snapshot, config), snapshot)
+    decision = decide_pass(snapshot, NOW, config)
+
+    assert isinstance(verdict, verdicts.MakeRoom) and verdict.reclaim and len(verdict.targets) == 1
+    assert [action.job_name for action in decision.actions if isinstance(action, PreemptJob)] == [
+        verdict.targets[0].name
+    ]

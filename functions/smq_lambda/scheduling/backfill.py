@@ -17,8 +17,6 @@ borrowing rules (`PassState.why_not_borrow`); a borrowing one is reclaimed as an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, room, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
@@ -27,20 +25,20 @@ from smq_lambda.scheduling.pass_state import PassState, limited
 def backfill(state: PassState, job: Job) -> None:
     """Decide `job`, left by the walk until the borrowers were decided: behind its team's heads
     still waiting, or as a head itself where they all started."""
-    if blocked := state.blocked(job):
-        behind_head(state, job, blocked)
+    if (verdict := verdicts.behind(state, job)) is not None:
+        behind_head(state, job, verdict)
         return
     state.wait(job)
     borrowing.borrow(state, job)
 
 
-def behind_head(state: PassState, job: Job, blocked: Sequence[str]) -> None:
-    """Decide `job`, waiting behind its team's heads of its `blocked` pools."""
+def behind_head(state: PassState, job: Job, verdict: verdicts.Behind) -> None:
+    """Apply `job`'s `Behind` verdict: it waits behind its team's heads of the pools they block."""
     team = state.ledger.team(job)
     allowed = state.config.backfill
+    blocked = state.blocked(job)
     stuck = [pool for pool in blocked if pool in state.stuck[team]]
-    verdict = verdicts.assess_now(state, job)
-    starts = isinstance(verdict, verdicts.Behind) and verdict.starts
+    starts = verdict.starts
     if not stuck and not starts:
         state.wait(job)
         borrowing.borrow(state, job)

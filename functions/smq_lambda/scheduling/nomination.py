@@ -18,12 +18,12 @@ by backfill.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import quota_reasons, reasons, room
+from smq_lambda.scheduling import quota_reasons, reasons, room, verdicts
 from smq_lambda.scheduling.pass_state import PassState, limited
-from smq_lambda.scheduling.preemption import RECLAIMABLE_STATES, least_progress_first, select_targets
+from smq_lambda.scheduling.preemption import select_targets
 
 
 def admit_or_make_room(state: PassState, job: Job) -> None:
@@ -31,42 +31,66 @@ def admit_or_make_room(state: PassState, job: Job) -> None:
     else room is made for it."""
     if room.lack(state, job):
         make_room(state, job)
-        return
+    else:
+        admit_fitting(state, job)
+
+
+def admit_fitting(state: PassState, job: Job) -> None:
+    """Start `job`, whose verdict is `Fit`: the instances its team may use cover it within its quota."""
     team = state.ledger.team(job)
+    views = room.views(state, job.demand)
     if room.whole(state, job):
-        reason = reasons.fits(room.views(state, job.demand))
+        reason = reasons.fits(views)
     else:
         quotas = {pool: (state.ledger.claim(team, pool), state.ledger.quota(team, pool) or 0) for pool in job.demand}
-        reason = quota_reasons.within_quota(team, room.views(state, job.demand), quotas)
+        reason = quota_reasons.within_quota(team, views, quotas)
     state.admit(job, reason=reason)
 
 
-def make_room(state: PassState, job: Job, released_for_it: Mapping[str, int] | None = None) -> None:
-    """`job` lacks instances its team may use: for what the stops in flight do not cover, borrowed
-    jobs of other teams are reclaimed, else lower-priority jobs of its own team are preempted, and
-    the instances it waits for are kept for it. Without room even then, it is stuck.
-    `released_for_it`: what its own team's jobs stopped for it give back, which it waits for even
-    when free instances would cover it (its quota does not)."""
+def make_room(
+    state: PassState,
+    job: Job,
+    released_for_it: Mapping[str, int] | None = None,
+    verdict: verdicts.MakeRoom | None = None,
+) -> None:
+    """`job` lacks instances its team may use: apply its room verdict (`verdicts.room_for`, or
+    `verdict` when the placement phase chose its placement by it, so the targets are selected once):
+    the borrowed jobs of other teams it reclaims, else the lower-priority jobs of its own team it
+    preempts, are stopped, and the instances it waits for are kept for it. Without room even then,
+    it is stuck. `released_for_it`: what its own team's jobs stopped for it give back, which it
+    waits for even when free instances would cover it (its quota does not)."""
     team = state.ledger.team(job)
-    shortfall = room.lack(state, job, counting_releasing=True)
-    if shortfall:
-        targets = reclaim_targets(state, team, shortfall)
-        protected = preempt_for_priority(state, job, shortfall) if targets is None else None
-        if protected is not None:
-            if state.is_first(job):
-                short = next(iter(shortfall))
-                view = room.view(state, short, job.demand[short])
-                whole = room.whole(state, job)
-                state.explain(
-                    job, reasons.no_room(view, protected) if whole else quota_reasons.no_room_within_quota(team, view)
-                )
-            state.stuck[team].update(limited(job.demand, state.ledger))
-            return
-        if targets is not None:
-            _reclaim(state, job, team, targets)
+    found = verdict if verdict is not None else verdicts.room_for(state, job, ending_warm=False)
+    if isinstance(found, verdicts.NoFit):
+        if state.is_first(job):
+            state.explain(job, _no_room(state, job, team))
+        state.stuck[team].update(limited(job.demand, state.ledger))
+        return
+    if found.reclaim:
+        _reclaim(state, job, team, found.targets)
+    elif found.targets:
+        shortfall = room.lack(state, job, counting_releasing=True)
+        state.preempt(found.targets, job, _preempted_reason(job, shortfall))
     if state.is_first(job):
         state.explain(job, _awaiting_release(state, job, released_for_it or {}))
     state.ledger.keep(team, job.demand)
+
+
+def _no_room(state: PassState, job: Job, team: str) -> str:
+    """Why no room can be made for `job`: the first pool it lacks, and the jobs protected there."""
+    short = next(iter(room.lack(state, job, counting_releasing=True)))
+    view = room.view(state, short, job.demand[short])
+    if room.whole(state, job):
+        _, protected = room.priority_candidates(state, job)
+        return reasons.no_room(view, protected)
+    return quota_reasons.no_room_within_quota(team, view)
+
+
+def _preempted_reason(job: Job, shortfall: Mapping[str, int]) -> Callable[[Job], str]:
+    def reason(target: Job) -> str:
+        return reasons.preempted(job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill)
+
+    return reason
 
 
 def _awaiting_release(state: PassState, job: Job, released_for_it: Mapping[str, int]) -> str:
@@ -88,36 +112,8 @@ def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int
     targets = select_targets(shortfall, candidates)
     if targets is None:
         return protected
-    state.preempt(
-        targets,
-        job,
-        lambda target: reasons.preempted(
-            job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill
-        ),
-    )
+    state.preempt(targets, job, _preempted_reason(job, shortfall))
     return None
-
-
-def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -> Sequence[Job] | None:
-    """The jobs of other teams running on borrowed capacity that `team` reclaims to cover
-    `shortfall`; None when they cannot cover it."""
-    ledger = state.ledger
-
-    def still_borrowing(job: Job, chosen: Sequence[Job]) -> bool:
-        owner = ledger.team(job)
-        return any(
-            job.demand.get(pool, 0)
-            and ledger.borrowing(owner, pool) - sum(c.demand.get(pool, 0) for c in chosen if ledger.team(c) == owner)
-            > 0
-            for pool in shortfall
-        )
-
-    candidates = [
-        job
-        for job in state.live.values()
-        if job.state in RECLAIMABLE_STATES and job.current_attempt is not None and ledger.team(job) != team
-    ]
-    return select_targets(shortfall, candidates, order=least_progress_first, eligible=still_borrowing)
 
 
 def _reclaim(state: PassState, job: Job, team: str, targets: Sequence[Job]) -> None:

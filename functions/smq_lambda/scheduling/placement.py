@@ -29,7 +29,7 @@ be placed anew (the trainer resumes at any world size).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.placements.placement import Placement
@@ -38,51 +38,64 @@ from smq_lambda.scheduling.holds import CORE_KINDS, Held
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
-def place(state: PassState, job: Job) -> Job | None:
+@dataclass(frozen=True)
+class Placed:
+    """A job the walk goes on to decide, at the placement chosen for it."""
+
+    job: Job
+    """The job at that placement (its demand is the placement's), or itself when it is pinned."""
+    verdict: verdicts.Verdict | None
+    """The verdict the placement was chosen by, which the walk applies; None for a pinned job."""
+
+
+def place(state: PassState, job: Job) -> Placed | None:
     """`job` at the placement the rule chooses (registered with `state`, for its start), `job`
     itself when it is pinned, or None when it waits in every pool it prefers (decided here)."""
     if not job.placements:
-        return job
+        return Placed(job, None)
     options = _usable(state, job)
     if not options:
         return None
     assessed = [(option, verdicts.assess_now(state, option[2])) for option in options]
     chosen = _choose(state, assessed)
     if chosen is not None:
-        index, placement, at = chosen
+        (index, placement, at), verdict = chosen
         state.placed[job.name] = (index, placement)
-        return at
+        return Placed(at, verdict)
     _wait_everywhere(state, job, [option for option, verdict in assessed if not isinstance(verdict, verdicts.Behind)])
     return None
 
 
+Option = tuple[int, Placement, Job]
+"""A placement numbered from 1 in the job's order, with the job at it."""
+
+
 def _choose(
-    state: PassState, assessed: list[tuple[tuple[int, Placement, Job], verdicts.VerdictNow | None]]
-) -> tuple[int, Placement, Job] | None:
+    state: PassState, assessed: list[tuple[Option, verdicts.VerdictNow | None]]
+) -> tuple[Option, verdicts.Verdict] | None:
     """Rules 1 to 4 of the module docstring, by the options' verdicts (room is looked for only
-    when no option fits now); None for rule 5."""
+    when no option fits now): the option chosen and its verdict; None for rule 5."""
     for option, verdict in assessed:
         if isinstance(verdict, verdicts.FITS_NOW):
-            return option
+            return option, verdict
     for option, verdict in assessed:
-        if verdict is None and isinstance(verdicts.room_for(state, option[2]), verdicts.MakeRoom):
-            return option
+        if verdict is None and isinstance(made := verdicts.room_for(state, option[2]), verdicts.MakeRoom):
+            return option, made
     if state.config.backfill:
         for option, verdict in assessed:
             if isinstance(verdict, verdicts.Behind) and verdict.starts:
-                return option
-    if all(isinstance(verdict, verdicts.Behind) for _, verdict in assessed):
-        return assessed[0][0]
-    return None
+                return option, verdict
+    behind = [(option, verdict) for option, verdict in assessed if isinstance(verdict, verdicts.Behind)]
+    return behind[0] if len(behind) == len(assessed) else None
 
 
-def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
+def _usable(state: PassState, job: Job) -> list[Option]:
     """The placements no gate holds (`gates.placement_gate`: no larger than their pool nor than its
     team may ever hold there, and that its team's hold budget covers), numbered from 1 in the job's
     order, each with the job at it. When there is none, the job is held by its first placement's
     gate (a feature's, its hold budget's, when the features' gates alone rule them out), and
     blocks nothing."""
-    usable: list[tuple[int, Placement, Job]] = []
+    usable: list[Option] = []
     first: Held | None = None
     by_feature: Held | None = None
     for index, placement in enumerate(job.placements, start=1):
@@ -98,7 +111,7 @@ def _usable(state: PassState, job: Job) -> list[tuple[int, Placement, Job]]:
     return usable
 
 
-def _wait_everywhere(state: PassState, job: Job, options: list[tuple[int, Placement, Job]]) -> None:
+def _wait_everywhere(state: PassState, job: Job, options: list[Option]) -> None:
     """No placement of `job` fits or can be made to fit: it heads the pools of `options` and is
     stuck in each; its reason names every placement (those another job waits for included)."""
     team = state.ledger.team(job)

@@ -1,14 +1,20 @@
 """The capacity questions the verdicts and the phases ask of a job, without deciding anything: what
-it lacks, whether it may borrow, which running jobs the priority rule lets it stop, and the pools
-as its reasons show them."""
+it lacks, whether it may borrow, which running jobs the priority rule or a reclaim lets it stop,
+and the pools as its reasons show them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling.pass_state import PassState, limited
-from smq_lambda.scheduling.preemption import is_reclaimable_by, protection
+from smq_lambda.scheduling.preemption import (
+    RECLAIMABLE_STATES,
+    is_reclaimable_by,
+    least_progress_first,
+    protection,
+    select_targets,
+)
 from smq_lambda.scheduling.reasons import PoolView
 
 
@@ -100,3 +106,25 @@ def views(state: PassState, demand: Mapping[str, int]) -> list[PoolView]:
 def short_views(state: PassState, demand: Mapping[str, int]) -> list[PoolView]:
     """The pools of `demand` without the instances free right now."""
     return [view(state, pool, count) for pool, count in demand.items() if not state.ledger.fits({pool: count})]
+
+
+def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -> Sequence[Job] | None:
+    """The jobs of other teams running on borrowed capacity that `team` reclaims to cover
+    `shortfall`; None when they cannot cover it."""
+    ledger = state.ledger
+
+    def still_borrowing(job: Job, chosen: Sequence[Job]) -> bool:
+        owner = ledger.team(job)
+        return any(
+            job.demand.get(pool, 0)
+            and ledger.borrowing(owner, pool) - sum(c.demand.get(pool, 0) for c in chosen if ledger.team(c) == owner)
+            > 0
+            for pool in shortfall
+        )
+
+    candidates = [
+        job
+        for job in state.live.values()
+        if job.state in RECLAIMABLE_STATES and job.current_attempt is not None and ledger.team(job) != team
+    ]
+    return select_targets(shortfall, candidates, order=least_progress_first, eligible=still_borrowing)

@@ -13,9 +13,10 @@ In the order they are given (the first that holds):
   team may use covers it within its quota (`warm_pools`, rule 1);
 * `Fit`: the instances its team may use cover it within its quota;
 * `Borrow`: they cover it beyond its quota, and the borrowing rules allow it;
-* `MakeRoom(targets)`: the stops in flight, the warm pools it would end (those it does not match),
-  the reclaim of borrowed capacity or priority preemption inside its team cover what it lacks;
-  `targets`, the jobs the reclaim or preemption would stop (none when the rest cover it);
+* `MakeRoom(targets, reclaim)`: the stops in flight, the warm pools it would end (those it does not
+  match), the reclaim of borrowed capacity or priority preemption inside its team cover what it
+  lacks; `targets`, the jobs the reclaim (`reclaim`) or preemption would stop (none when the rest
+  cover it). The nomination phase stops exactly these: they are selected once;
 * `NoFit`: none of these.
 """
 
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling import room
-from smq_lambda.scheduling.nomination import reclaim_targets
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.preemption import select_targets
 
@@ -56,6 +56,9 @@ class Borrow:
 @dataclass(frozen=True)
 class MakeRoom:
     targets: Sequence[Job]
+    reclaim: bool = False
+    """The targets run on capacity their teams borrowed and are reclaimed; else they are stopped by
+    the priority rule inside the job's team."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,8 @@ def assess_now(state: PassState, at: Job) -> VerdictNow | None:
     """The verdicts that need no victim selection; None when `at` would need room made. The
     placement phase asks this of every option first, and `room_for` only when none fits now."""
     team = state.ledger.team(at)
-    if blocked := state.blocked(at):
-        return Behind(state.team_heads[team][blocked[0]], _fits_now(state, at))
+    if (head := behind(state, at)) is not None:
+        return head
     if (warm := on_warm(state, at)) is not None:
         return warm
     if not room.lack(state, at):
@@ -89,6 +92,13 @@ def assess_now(state: PassState, at: Job) -> VerdictNow | None:
             return Fit()
         if room.why_not_borrow(state, at, beyond) is None:
             return Borrow()
+    return None
+
+
+def behind(state: PassState, at: Job) -> Behind | None:
+    """`Behind` when an earlier job of its team waits for one of `at`'s pools, else None."""
+    if blocked := state.blocked(at):
+        return Behind(state.team_heads[state.ledger.team(at)][blocked[0]], _fits_now(state, at))
     return None
 
 
@@ -107,9 +117,22 @@ def on_warm(state: PassState, at: Job) -> FitOnWarm | None:
     return FitOnWarm(warm)
 
 
-def room_for(state: PassState, at: Job) -> MakeRoom | NoFit:
-    """`MakeRoom` with the jobs stopped for `at` when room can be made for it, else `NoFit`."""
-    targets = _room(state, at)
+def room_for(state: PassState, at: Job, *, ending_warm: bool = True) -> MakeRoom | NoFit:
+    """`MakeRoom` with the jobs stopped for `at` when room can be made for it, else `NoFit`.
+    `ending_warm`: the warm pools it does not match count as room (the walk ends them for a head
+    within its quota before anything is stopped: `warm_supply.release_for`)."""
+    shortfall = {
+        pool: left
+        for pool, missing in room.lack(state, at, counting_releasing=True).items()
+        if (left := missing - (state.warm.endable(at.warm_key, pool) if ending_warm else 0)) > 0
+    }
+    if not shortfall:
+        return MakeRoom(())
+    reclaimed = room.reclaim_targets(state, state.ledger.team(at), shortfall)
+    if reclaimed is not None:
+        return MakeRoom(reclaimed, reclaim=True)
+    candidates, _ = room.priority_candidates(state, at)
+    targets = select_targets(shortfall, candidates)
     return NoFit() if targets is None else MakeRoom(targets)
 
 
@@ -117,21 +140,3 @@ def _fits_now(state: PassState, at: Job) -> bool:
     """The instances `at`'s team may use cover it now, within its quota or as borrowing."""
     beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
     return not room.lack(state, at) and (not beyond or room.why_not_borrow(state, at, beyond) is None)
-
-
-def _room(state: PassState, at: Job) -> Sequence[Job] | None:
-    """The jobs stopped to make room for `at` (none when the stops in flight and the warm pools it
-    would end cover what it lacks); None when even they cannot."""
-    shortfall = {
-        pool: left
-        for pool, missing in room.lack(state, at, counting_releasing=True).items()
-        if (left := missing - state.warm.endable(at.warm_key, pool)) > 0
-    }
-    if not shortfall:
-        return ()
-    team = state.ledger.team(at)
-    reclaimed = reclaim_targets(state, team, shortfall)
-    if reclaimed is not None:
-        return reclaimed
-    candidates, _ = room.priority_candidates(state, at)
-    return select_targets(shortfall, candidates)

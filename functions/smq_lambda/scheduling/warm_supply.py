@@ -5,28 +5,23 @@ it does not match before anything is preempted for it."""
 from __future__ import annotations
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.scheduling import room, verdicts
+from smq_lambda.domain.warm.warm_pools import WarmPool
+from smq_lambda.scheduling import room
 from smq_lambda.scheduling.actions import ReleaseWarmPool
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.reasons import timestamp
 
 
-def reuse(state: PassState, job: Job) -> bool:
-    """Rule 1: start `job` on a warm pool it matches, when that makes it fit within its quota
-    (`verdicts.FitOnWarm`); True when that decided it (it started, or a feature's gate, its team's
-    hold budget, set it aside after all)."""
-    verdict = verdicts.on_warm(state, job)
-    if verdict is None:
-        return False
-    warm = verdict.warm
+def start_on(state: PassState, job: Job, warm: WarmPool) -> None:
+    """Rule 1: start `job` on the warm pool it matches (its verdict is `FitOnWarm`), unless a
+    feature's gate, its team's hold budget, sets it aside after all."""
     state.ledger.hand_over(warm)
     state.admit(job, reason=f"starts on {warm.describe()}, warm until {timestamp(warm.available_until)}")
     if job.name in state.held:
         state.ledger.take(warm.demand)
-        return True
+        return
     state.warm.held.remove(warm)
     state.warm.reused[job.name] = warm
-    return True
 
 
 def release_for(state: PassState, job: Job) -> None:
