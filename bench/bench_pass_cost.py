@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/bench_pass_cost.py [--depths 100 1000 10000] [--json FILE]
 
-The real Scheduler, DynamoDB store, pass lease and usage board on moto (in-process), over a pool
+The real Scheduler, DynamoDB store, pass lease and pass summaries on moto (in-process), over a pool
 of 8 instances held by 8 running jobs with N jobs pending behind them. Two passes are measured at
 each depth: a steady pass (nothing changed since the last one) and the pass after one running job
 completes (its report applied first, as a batch of events would). Counted from botocore's own
@@ -31,7 +31,7 @@ import boto3
 from moto import mock_aws
 from smq.local.template import load_template, table_definition
 from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+from smq_lambda.adapters.dynamodb_pass_summaries import DynamoPassSummaries
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.item_codec import from_item, to_item
 from smq_lambda.domain.jobs import lifecycle
@@ -122,7 +122,7 @@ class ScanStore(DynamoJobStore):
         return [
             job
             for job in self._scan_active()
-            if job.state is JobState.PENDING and job.pool == pool and (team is None or (job.team or "") == team)
+            if job.state is JobState.PENDING and job.where.pool == pool and (team is None or (job.team or "") == team)
         ]
 
 
@@ -202,7 +202,7 @@ def measure_store(store_class: type[DynamoJobStore], client: Any, table: str, de
             config=StaticConfig(),
             lease=DynamoPassLease(table, client),
             clock=lambda: clock[0],
-            usage_board=DynamoPoolUsageBoard(table, client),
+            pass_summaries=DynamoPassSummaries(table, client),
         )
     )
     scheduler.schedule()  # the first pass writes the head's reason

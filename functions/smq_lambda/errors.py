@@ -108,7 +108,7 @@ class ServiceUnavailable(SmqError):
 
 
 class CostDimensionsPending(SmqError):
-    """The cost ledger counted an attempt under its team and owner but could not write some of its
+    """The cost records counted an attempt under its team and owner but could not write some of its
     tag dimensions now (the cause: a throttled write if one was, else the first failure): they stay
     pending on the attempt, and its next record writes them. `recorded`: this call counted the attempt, so its spend is new."""
 

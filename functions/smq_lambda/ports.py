@@ -18,7 +18,7 @@ from smq_lambda.domain.warm.warm_pools import WarmPool, WarmPoolTotals
 from smq_lambda.forecast.durations import DurationHistory, DurationKey
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
-from smq_lambda.pool_usage import PoolUsageReport, TeamUsageRecord
+from smq_lambda.pass_summary import PassSummary, TeamUsageRecord
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
@@ -93,7 +93,7 @@ class JobStore(Protocol):
         ...
 
     def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
-        """The first `limit` pending jobs listed under `pool` (each of `Job.pending_pools`), in order,
+        """The first `limit` pending jobs listed under `pool` (each of `Job.where.pools`), in order,
         as summaries (no request, no history): one bounded Query of a pending index, which may lag writes.
         With `team`, only the jobs whose `Job.team` is `team` ("" for jobs with no team tag),
         from the pending-by-team index."""
@@ -169,7 +169,7 @@ class WarmPoolStore(Protocol):
     def totals(self) -> WarmPoolTotals: ...
 
 
-class CostLedger(Protocol):
+class CostRecords(Protocol):
     """The spend of ended attempts, kept as per-day totals per (dimension, group) so a report reads
     one item per day asked for, whatever the number of jobs. Raises ServiceUnavailable when the
     store is throttled or out of reach (nothing recorded)."""
@@ -276,14 +276,15 @@ class TeamUsageHistory(Protocol):
         ...
 
 
-class PoolUsageBoard(Protocol):
-    """Where each scheduling pass publishes the usage it measured, so that readers (GET /pools)
-    never ask SageMaker themselves: usage is computed in one place, at the pace of passes."""
+class PassSummaries(Protocol):
+    """Where each scheduling pass publishes its summary (the usage it measured, its estimates and the
+    jobs it explained), so that readers (GET /pools, GET /jobs) never ask SageMaker themselves:
+    usage is computed in one place, at the pace of passes."""
 
-    def publish(self, report: PoolUsageReport) -> None: ...
+    def publish(self, summary: PassSummary) -> None: ...
 
-    def latest(self) -> PoolUsageReport | None:
-        """The last report published; None before the first pass."""
+    def latest(self) -> PassSummary | None:
+        """The last summary published; None before the first pass."""
         ...
 
 

@@ -79,7 +79,7 @@ def test_demand_keeps_the_jobs_pool_first_whatever_order_the_map_comes_back_in()
 
     loaded = from_item(item)
 
-    assert loaded.pool == P5
+    assert loaded.where.pool == P5
     assert loaded.demand == {P5: 1, G5: 2, "ml.c5.xlarge": 3}
 
 
@@ -181,7 +181,7 @@ def test_every_job_round_trips(original: Job) -> None:
     assert loaded == original
     assert loaded.request == original.request
     assert list(loaded.request) == list(original.request)
-    assert loaded.pool == original.pool
+    assert loaded.where.pool == original.where.pool
 
 
 def test_each_placement_keeps_its_warm_key() -> None:

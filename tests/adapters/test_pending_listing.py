@@ -101,7 +101,7 @@ def test_a_write_puts_the_listing_items_while_pending_and_deletes_them_in_a_stat
 )
 def test_a_job_of_one_pool_never_has_listing_items(single: Job, state: JobState) -> None:
     written = replace(single, state=state)
-    assert written.pending_pools == (single.pool,)
+    assert written.where.pools == (single.where.pool,)
     assert listing_changes(written, to_item(written, ttl_days=7)) == {}
 
 

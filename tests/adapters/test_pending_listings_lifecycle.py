@@ -70,7 +70,7 @@ def _check(store: JobStore, item: Callable[[str], dict[str, Any] | None], name: 
     stored = store.get(name)
     assert stored is not None
     pending = stored.state is JobState.PENDING
-    pools = stored.pending_pools
+    pools = stored.where.pools
     assert len(pools) == 3
     for pool in pools[1:]:
         listed = item(listing_key(pool, name))

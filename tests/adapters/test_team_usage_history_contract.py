@@ -12,7 +12,7 @@ from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.adapters.dynamodb_team_usage import TEAM_USAGE_KEY, DynamoTeamUsageHistory
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 from smq_lambda.ports import InUse, TeamUsageHistory
 
 from tests.support.fake_team_usage import InMemoryTeamUsageHistory

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
+from smq_lambda.adapters.dynamodb_costs import DynamoCostRecords
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
 from smq_lambda.service.cost_reports import CostReports
@@ -21,7 +21,7 @@ from tests.api.fake_access_rules import StaticAccessRules
 from tests.api.gateway import ApiGateway
 from tests.support.aws import create_queue_table, use_test_credentials
 from tests.support.fake_costs import StaticPriceSource
-from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPoolUsageBoard, RecordingTrigger
+from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPassSummaries, RecordingTrigger
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +80,9 @@ def access_rules() -> StaticAccessRules:
 
 
 @pytest.fixture
-def usage_board() -> InMemoryPoolUsageBoard:
+def pass_summaries() -> InMemoryPassSummaries:
     """Where scheduling passes would publish pool usage; empty until a test publishes."""
-    return InMemoryPoolUsageBoard()
+    return InMemoryPassSummaries()
 
 
 @pytest.fixture
@@ -92,8 +92,8 @@ def prices() -> StaticPriceSource:
 
 
 @pytest.fixture
-def cost_ledger(dynamodb: Any) -> DynamoCostLedger:
-    return DynamoCostLedger(TABLE, dynamodb)
+def cost_records(dynamodb: Any) -> DynamoCostRecords:
+    return DynamoCostRecords(TABLE, dynamodb)
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def service(
     clock: FakeClock,
     policy: SubmissionPolicy,
     access_rules: StaticAccessRules,
-    usage_board: InMemoryPoolUsageBoard,
+    pass_summaries: InMemoryPassSummaries,
     prices: StaticPriceSource,
 ) -> QueueService:
     def tick() -> datetime:
@@ -118,7 +118,7 @@ def service(
         policy=policy,
         admin_principals={ADMIN},
         access_rules=access_rules,
-        usage_board=usage_board,
+        pass_summaries=pass_summaries,
         prices=prices,
         clock=tick,
     )
@@ -126,7 +126,7 @@ def service(
 
 @pytest.fixture
 def costs(
-    cost_ledger: DynamoCostLedger,
+    cost_records: DynamoCostRecords,
     store: DynamoJobStore,
     config: FakeConfigSource,
     prices: StaticPriceSource,
@@ -134,7 +134,7 @@ def costs(
     clock: FakeClock,
 ) -> CostReports:
     return CostReports(
-        cost_ledger, store, config, prices, admin_principals={ADMIN}, access_rules=access_rules, clock=clock
+        cost_records, store, config, prices, admin_principals={ADMIN}, access_rules=access_rules, clock=clock
     )
 
 

@@ -1,5 +1,5 @@
 """GET /costs and the estimated cost of a job, through the real handler over the DynamoDB store and
-cost ledger on moto. Every exchange is checked against openapi.yaml (tests/api/gateway.py)."""
+cost records on moto. Every exchange is checked against openapi.yaml (tests/api/gateway.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
+from smq_lambda.adapters.dynamodb_costs import DynamoCostRecords
 from smq_lambda.domain.costs.costs import AttemptCost
 
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, run, training_request
@@ -64,12 +64,12 @@ def cost_tags(config: FakeConfigSource) -> None:
 
 
 def test_spend_by_team_sums_ended_attempts_and_what_running_jobs_accrue(
-    api: ApiGateway, store: Any, clock: FakeClock, cost_ledger: DynamoCostLedger, prices: StaticPriceSource
+    api: ApiGateway, store: Any, clock: FakeClock, cost_records: DynamoCostRecords, prices: StaticPriceSource
 ) -> None:
     prices.prices = {G5: 2.0}
-    cost_ledger.record(spent("vision-1", 12.5, clock), groups("vision"))
-    cost_ledger.record(spent("vision-0", 100.0, clock, days_ago=45), groups("vision"))
-    cost_ledger.record(spent("nlp-1", 30.0, clock), groups("nlp"))
+    cost_records.record(spent("vision-1", 12.5, clock), groups("vision"))
+    cost_records.record(spent("vision-0", 100.0, clock, days_ago=45), groups("vision"))
+    cost_records.record(spent("nlp-1", 30.0, clock), groups("nlp"))
     api.add(training_request("vision-run", instances=2))
     run(store, "vision-run", clock())
     clock.advance(minutes=30)
@@ -99,11 +99,11 @@ def test_the_default_range_is_the_current_utc_month(api: ApiGateway, clock: Fake
 
 
 def test_a_group_with_only_unpriced_attempts_shows_no_dollars(
-    api: ApiGateway, clock: FakeClock, cost_ledger: DynamoCostLedger
+    api: ApiGateway, clock: FakeClock, cost_records: DynamoCostRecords
 ) -> None:
-    cost_ledger.record(spent("p5-1", None, clock), groups("vision"))
-    cost_ledger.record(spent("nlp-1", 3.0, clock), groups("nlp"))
-    cost_ledger.record(spent("nlp-2", None, clock), groups("nlp"))
+    cost_records.record(spent("p5-1", None, clock), groups("vision"))
+    cost_records.record(spent("nlp-1", 3.0, clock), groups("nlp"))
+    cost_records.record(spent("nlp-2", None, clock), groups("nlp"))
 
     body = api.request("GET", "/costs").body
 
@@ -115,10 +115,10 @@ def test_a_group_with_only_unpriced_attempts_shows_no_dollars(
 
 
 def test_a_configured_cost_tag_is_a_dimension(
-    api: ApiGateway, clock: FakeClock, cost_ledger: DynamoCostLedger, cost_tags: None
+    api: ApiGateway, clock: FakeClock, cost_records: DynamoCostRecords, cost_tags: None
 ) -> None:
-    cost_ledger.record(spent("a-1", 4.0, clock), groups("vision", project="apollo"))
-    cost_ledger.record(spent("b-1", 1.0, clock), groups("nlp"))
+    cost_records.record(spent("a-1", 4.0, clock), groups("vision", project="apollo"))
+    cost_records.record(spent("b-1", 1.0, clock), groups("nlp"))
 
     body = api.request("GET", "/costs", query={"by": "tag:project"}).body
 
@@ -131,10 +131,10 @@ def test_a_configured_cost_tag_is_a_dimension(
     [(ALICE, ["(other owners)", ALICE]), (BOB, [BOB, "(other owners)"]), (ADMIN, [BOB, ALICE])],
 )
 def test_by_owner_only_an_admin_sees_every_owner_and_everyone_the_whole_total(
-    api: ApiGateway, clock: FakeClock, cost_ledger: DynamoCostLedger, caller: str, owners: list[str]
+    api: ApiGateway, clock: FakeClock, cost_records: DynamoCostRecords, caller: str, owners: list[str]
 ) -> None:
-    cost_ledger.record(spent("a-1", 1.0, clock), groups("vision", owner=ALICE))
-    cost_ledger.record(spent("b-1", 2.0, clock), groups("vision", owner=BOB))
+    cost_records.record(spent("a-1", 1.0, clock), groups("vision", owner=ALICE))
+    cost_records.record(spent("b-1", 2.0, clock), groups("vision", owner=BOB))
 
     body = api.request("GET", "/costs", query={"by": "owner"}, caller=caller).body
 
@@ -161,14 +161,14 @@ def test_by_owner_only_an_admin_sees_every_owner_and_everyone_the_whole_total(
 def test_each_bad_parameter_is_a_400_naming_it_and_changes_nothing(
     api: ApiGateway,
     clock: FakeClock,
-    cost_ledger: DynamoCostLedger,
+    cost_records: DynamoCostRecords,
     dump_table: Callable[[], list[dict[str, Any]]],
     cost_tags: None,
     query: dict[str, str],
     field: str,
     rule: str,
 ) -> None:
-    cost_ledger.record(spent("a-1", 1.0, clock), groups("vision"))
+    cost_records.record(spent("a-1", 1.0, clock), groups("vision"))
     before = dump_table()
 
     reply = api.request("GET", "/costs", query=query)

@@ -8,31 +8,31 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
+from smq_lambda.pass_summary import PassSummary, PoolMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
-from smq_lambda.service.last_pass import with_current_capacity
+from smq_lambda.service.pass_summary_reader import with_current_capacity
 
 from tests.api.builders import G5, P5, instance_groups, run, training_request
 from tests.api.gateway import ApiGateway
-from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPoolUsageBoard
+from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPassSummaries
 
 MEASURED = datetime(2024, 5, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 C5 = "ml.c5.xlarge"
 
 
-def report(*pools: tuple[str, int | None, int, str | None]) -> PoolUsageReport:
-    return PoolUsageReport(
+def report(*pools: tuple[str, int | None, int, str | None]) -> PassSummary:
+    return PassSummary(
         pools=tuple(PoolMeasure(pool, capacity, in_use, head) for pool, capacity, in_use, head in pools),
         measured_at=MEASURED,
     )
 
 
 def test_pools_show_what_the_last_pass_measured_and_the_jobs_pending_now(
-    api: ApiGateway, usage_board: InMemoryPoolUsageBoard
+    api: ApiGateway, pass_summaries: InMemoryPassSummaries
 ) -> None:
     api.add(training_request("waiting"))
     api.add(training_request("later"))
-    usage_board.publish(report((G5, 4, 3, "waiting"), (P5, 2, 2, None)))
+    pass_summaries.publish(report((G5, 4, 3, "waiting"), (P5, 2, 2, None)))
 
     reply = api.pools()
 
@@ -47,9 +47,9 @@ def test_pools_show_what_the_last_pass_measured_and_the_jobs_pending_now(
 
 
 def test_capacities_are_the_ones_configured_now(
-    api: ApiGateway, usage_board: InMemoryPoolUsageBoard, config: FakeConfigSource
+    api: ApiGateway, pass_summaries: InMemoryPassSummaries, config: FakeConfigSource
 ) -> None:
-    usage_board.publish(report((G5, 4, 3, None), (P5, 2, 1, None)))
+    pass_summaries.publish(report((G5, 4, 3, None), (P5, 2, 1, None)))
     config.set_pools({G5: 8, C5: 1})
 
     pools = api.pools().body["pools"]
@@ -80,10 +80,10 @@ def test_before_any_pass_the_live_jobs_are_counted_from_the_table(
     }, "a job is pending in every pool it needs (listed in each)"
 
 
-def test_a_newer_report_replaces_the_last(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
-    usage_board.publish(report((G5, 4, 1, None)))
-    usage_board.publish(
-        PoolUsageReport(pools=(PoolMeasure(G5, 4, 4, "big"),), measured_at=datetime(2024, 5, 1, 12, 5, tzinfo=UTC))
+def test_a_newer_report_replaces_the_last(api: ApiGateway, pass_summaries: InMemoryPassSummaries) -> None:
+    pass_summaries.publish(report((G5, 4, 1, None)))
+    pass_summaries.publish(
+        PassSummary(pools=(PoolMeasure(G5, 4, 4, "big"),), measured_at=datetime(2024, 5, 1, 12, 5, tzinfo=UTC))
     )
 
     reply = api.pools()
@@ -106,19 +106,19 @@ def test_merge_keeps_unconfigured_pools_only_while_used_or_awaited() -> None:
 
 
 def test_with_adaptive_spot_each_type_shows_its_interruption_rate_on_its_pools(
-    api: ApiGateway, usage_board: InMemoryPoolUsageBoard, config: FakeConfigSource
+    api: ApiGateway, pass_summaries: InMemoryPassSummaries, config: FakeConfigSource
 ) -> None:
     config.set_pools({G5: 4, f"{G5}:spot": 2, P5: 2})
     measured = report((G5, 4, 0, None), (f"{G5}:spot", 2, 2, None), (P5, 2, 0, None))
-    usage_board.publish(replace(measured, spot_rates={G5: 0.693147}))
+    pass_summaries.publish(replace(measured, spot_rates={G5: 0.693147}))
 
     pools = {row["pool"]: row.get("spot_interruptions_per_hour") for row in api.pools().body["pools"]}
 
     assert pools == {G5: 0.6931, f"{G5}:spot": 0.6931, P5: None}
 
 
-def test_warm_instances_show_as_in_use_and_warm(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
-    usage_board.publish(PoolUsageReport(pools=(PoolMeasure(P5, 2, 2, None, warm=1),), measured_at=MEASURED))
+def test_warm_instances_show_as_in_use_and_warm(api: ApiGateway, pass_summaries: InMemoryPassSummaries) -> None:
+    pass_summaries.publish(PassSummary(pools=(PoolMeasure(P5, 2, 2, None, warm=1),), measured_at=MEASURED))
 
     pools = {pool["pool"]: pool for pool in api.pools().body["pools"]}
     assert pools[P5] == {"pool": P5, "capacity": 2, "in_use": 2, "warm": 1, "pending": 0, "head": None}

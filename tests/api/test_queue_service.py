@@ -23,7 +23,7 @@ from tests.support.fakes import (
     FakeConfigSource,
     FakeTrainingService,
     InMemoryJobStore,
-    InMemoryPoolUsageBoard,
+    InMemoryPassSummaries,
     RecordingTrigger,
 )
 
@@ -108,9 +108,9 @@ def test_through_the_api_a_job_that_keeps_changing_answers_409() -> None:
 def test_pools_show_the_usage_a_pass_measured_with_jobs_started_outside_the_queue() -> None:
     clock = FakeClock()
     store = InMemoryJobStore()
-    board = InMemoryPoolUsageBoard()
+    summaries = InMemoryPassSummaries()
     training = FakeTrainingService(external={G5: 2, "ml.c5.xlarge": 5}, clock=clock)
-    service = service_over(store, clock, usage_board=board)
+    service = service_over(store, clock, pass_summaries=summaries)
     scheduler = Scheduler(
         SchedulerPorts(
             store=store,
@@ -118,7 +118,7 @@ def test_pools_show_the_usage_a_pass_measured_with_jobs_started_outside_the_queu
             config=FakeConfigSource(POOLS),
             lease=InMemoryPassLease(),
             clock=clock,
-            usage_board=board,
+            pass_summaries=summaries,
         )
     )
     service.submit(training_request("job", instances=1), ALICE)

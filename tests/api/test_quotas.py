@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pass_summary import PassSummary, PoolMeasure, TeamMeasure
 
 from tests.api.builders import G5, P5, run, training_request
 from tests.api.gateway import ApiGateway
-from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPoolUsageBoard
+from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryPassSummaries
 
 MEASURED = datetime(2024, 5, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 TEAMS = Teams(
@@ -61,11 +61,11 @@ def teams(config: FakeConfigSource) -> Teams:
     return TEAMS
 
 
-def test_without_quotas_there_are_no_teams(api: ApiGateway, usage_board: InMemoryPoolUsageBoard) -> None:
+def test_without_quotas_there_are_no_teams(api: ApiGateway, pass_summaries: InMemoryPassSummaries) -> None:
     api.add(training_request("waiting"))
 
     before = api.quotas()
-    usage_board.publish(PoolUsageReport(pools=(PoolMeasure(G5, 4, 0),), measured_at=MEASURED))
+    pass_summaries.publish(PassSummary(pools=(PoolMeasure(G5, 4, 0),), measured_at=MEASURED))
     after = api.quotas()
 
     assert before.status == 200
@@ -101,11 +101,11 @@ def test_before_any_pass_use_is_counted_from_the_table_and_pending_jobs_when_ask
 
 
 def test_use_is_what_the_last_pass_measured_under_the_quotas_configured_now(
-    api: ApiGateway, usage_board: InMemoryPoolUsageBoard, config: FakeConfigSource, teams: Teams
+    api: ApiGateway, pass_summaries: InMemoryPassSummaries, config: FakeConfigSource, teams: Teams
 ) -> None:
     api.add(tagged("vision-next", "vision"))
-    usage_board.publish(
-        PoolUsageReport(
+    pass_summaries.publish(
+        PassSummary(
             pools=(PoolMeasure(G5, 4, 4, "vision-next"), PoolMeasure(P5, 2, 1)),
             measured_at=MEASURED,
             teams=(
@@ -153,12 +153,12 @@ def test_a_jobs_team_is_the_value_of_its_team_tag(api: ApiGateway, teams: Teams)
 
 
 def test_a_running_job_of_a_borrowing_team_says_it_may_be_reclaimed(
-    api: ApiGateway, store: Any, clock: FakeClock, usage_board: InMemoryPoolUsageBoard, teams: Teams
+    api: ApiGateway, store: Any, clock: FakeClock, pass_summaries: InMemoryPassSummaries, teams: Teams
 ) -> None:
     api.add(tagged("vision-big", "vision", instances=3))
     run(store, "vision-big", clock())
-    usage_board.publish(
-        PoolUsageReport(
+    pass_summaries.publish(
+        PassSummary(
             pools=(PoolMeasure(G5, 4, 3),),
             measured_at=clock(),
             teams=(TeamMeasure("vision", G5, 2, 3, borrowed=1, lent=0),),

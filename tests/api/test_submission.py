@@ -115,7 +115,7 @@ def test_heterogeneous_demand_keeps_group_order_and_sums_types() -> None:
     job = submit(request)
 
     assert list(job.demand.items()) == [(P5, 2), (G5, 2)]
-    assert (job.pool, job.instances) == (P5, 2)
+    assert (job.where.pool, job.where.instances) == (P5, 2)
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ def test_a_preference_naming_a_plan_is_placed_in_its_pool() -> None:
     )
     assert job.placements == (ON_PLAN, Placement(G5, 4))
     assert dict(job.demand) == {"plan:p5-reserved": 2}
-    assert dict(job.instance_types) == {P5: 2}
+    assert dict(job.where.instance_types) == {P5: 2}
 
 
 def test_a_pinned_request_on_a_plan_is_a_one_preference_job_in_its_pool() -> None:

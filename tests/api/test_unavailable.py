@@ -17,7 +17,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ReadTimeoutError
 from moto import mock_aws
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+from smq_lambda.adapters.dynamodb_pass_summaries import DynamoPassSummaries
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.handlers.api import create_app, idempotency_store, lambda_handler
 from smq_lambda.service.queue_api import QueueService
@@ -87,7 +87,7 @@ def api(failing: FailingCalls) -> ApiGateway:
         DynamoJobStore(TABLE, client),
         FakeConfigSource(POOLS),
         RecordingTrigger(),
-        usage_board=DynamoPoolUsageBoard(TABLE, client),
+        pass_summaries=DynamoPassSummaries(TABLE, client),
     )
     app = create_app(service, idempotency_store(TABLE, client))
     return ApiGateway(lambda_handler(lambda: app))

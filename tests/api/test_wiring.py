@@ -20,10 +20,10 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 from smq.local.template import load_template
-from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+from smq_lambda.adapters.dynamodb_pass_summaries import DynamoPassSummaries
 from smq_lambda.domain.access.access import parse_access_rules
 from smq_lambda.handlers import api
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
+from smq_lambda.pass_summary import PassSummary, PoolMeasure
 from smq_lambda.service import queue_api
 
 from tests.api.gateway import LAMBDA_CONTEXT, check_exchange, load_event
@@ -132,10 +132,10 @@ def test_the_access_rules_come_from_their_ssm_parameter(deployed: None) -> None:
 
 
 def test_pools_come_from_the_usage_the_scheduler_published(deployed: None) -> None:
-    measured = PoolUsageReport(
+    measured = PassSummary(
         pools=(PoolMeasure("ml.g5.xlarge", 2, 2, "big"),), measured_at=datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
     )
-    DynamoPoolUsageBoard(TABLE, boto3.client("dynamodb")).publish(measured)
+    DynamoPassSummaries(TABLE, boto3.client("dynamodb")).publish(measured)
 
     assert call(load_event("list_pools.json")) == {
         "status": 200,

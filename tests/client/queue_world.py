@@ -21,14 +21,14 @@ from smq_lambda.service.cost_reports import CostReports
 from smq_lambda.service.queue_api import QueueService
 from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
-from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
+from tests.support.fake_costs import InMemoryCostRecords, StaticPriceSource
 from tests.support.fake_lease import InMemoryPassLease
 from tests.support.fakes import (
     FakeClock,
     FakeConfigSource,
     FakeTrainingService,
     InMemoryJobStore,
-    InMemoryPoolUsageBoard,
+    InMemoryPassSummaries,
     RecordingTrigger,
 )
 
@@ -69,7 +69,7 @@ class QueueWorld:
         self.store = InMemoryJobStore()
         self.sagemaker = FakeTrainingService(clock=self.clock)
         self.config = FakeConfigSource(capacity)
-        self.usage_board = InMemoryPoolUsageBoard()
+        self.pass_summaries = InMemoryPassSummaries()
         self.scheduler = Scheduler(
             SchedulerPorts(
                 store=self.store,
@@ -77,18 +77,23 @@ class QueueWorld:
                 config=self.config,
                 lease=InMemoryPassLease(),
                 clock=self.clock,
-                usage_board=self.usage_board,
+                pass_summaries=self.pass_summaries,
             )
         )
         self.trigger = RecordingTrigger(on_kick=lambda _reason: self.kick())
-        self.cost_ledger = InMemoryCostLedger()
+        self.cost_records = InMemoryCostRecords()
         self.prices = StaticPriceSource()
         """No prices until a test sets some."""
         service = QueueService(
-            self.store, self.config, self.trigger, usage_board=self.usage_board, prices=self.prices, clock=self._tick
+            self.store,
+            self.config,
+            self.trigger,
+            pass_summaries=self.pass_summaries,
+            prices=self.prices,
+            clock=self._tick,
         )
         app = create_app(
-            service, costs=CostReports(self.cost_ledger, self.store, self.config, self.prices, clock=self.clock)
+            service, costs=CostReports(self.cost_records, self.store, self.config, self.prices, clock=self.clock)
         )
         handler = lambda_handler(lambda: app)
 

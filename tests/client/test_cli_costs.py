@@ -132,8 +132,8 @@ def spending(world: QueueWorld, tmp_path: Path) -> QueueWorld:
     """Vision spent $12 and runs a job for an hour at $2/h; nlp ran one unpriced attempt."""
     world.prices.prices = {POOL: 2.0}
     ended = world.clock() - timedelta(minutes=5)
-    world.cost_ledger.record(spent("vision-1", 12.0, ended), {"team": "vision", "owner": ALICE})
-    world.cost_ledger.record(spent("nlp-1", None, ended), {"team": "nlp", "owner": BOB})
+    world.cost_records.record(spent("vision-1", 12.0, ended), {"team": "vision", "owner": ALICE})
+    world.cost_records.record(spent("nlp-1", None, ended), {"team": "nlp", "owner": BOB})
     path = tmp_path / "running.json"
     path.write_text(json.dumps(training_request("running")))
     assert cli.main(["--api-url", world.url, "submit", str(path)]) == 0

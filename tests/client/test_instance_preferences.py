@@ -56,7 +56,7 @@ def test_smq_submit_prefer_starts_the_job_at_its_second_preference_when_the_firs
     assert code == 0
     job = world.job("flexible")
     assert [(placement.instance_type, placement.count) for placement in job.placements] == [(POOL, 1), (GPU, 2)]
-    assert job.state == "starting" and job.selected is not None and job.selected.instance_type == GPU
+    assert job.state == "starting" and job.where.selected is not None and job.where.selected.instance_type == GPU
     resources = sent_request(world, "flexible")["ResourceConfig"]
     assert (resources["InstanceType"], resources["InstanceCount"]) == (GPU, 2)
     assert "InstancePreferences" not in resources

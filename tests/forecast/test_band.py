@@ -165,7 +165,7 @@ def queues(draw: st.DrawFn) -> tuple[Snapshot, SchedulerConfig, DurationHistory]
             "max_runtime_s": draw(st.none() | st.integers(60, 8000)),
             "submitted_at": later(index),
         }
-        if live and sum(each.instances for each in jobs if each.is_live) + fields["instances"] <= capacity:  # type: ignore[operator]
+        if live and sum(each.where.instances for each in jobs if each.is_live) + fields["instances"] <= capacity:  # type: ignore[operator]
             jobs.append(job(name, state=JobState.RUNNING, started_ago_s=draw(st.integers(0, 4000)), **fields))  # type: ignore[arg-type]
         else:
             jobs.append(job(name, **fields))  # type: ignore[arg-type]
@@ -200,11 +200,11 @@ def test_bands_are_ordered_never_before_now_and_a_job_with_room_starts_now(
         assert estimate.earliest is not None
         assert NOW <= estimate.earliest <= estimate.at
         assert estimate.latest is None or estimate.at <= estimate.latest
-    free = config.pools[P5] - sum(each.instances for each in snapshot.jobs if each.is_live)
+    free = config.pools[P5] - sum(each.where.instances for each in snapshot.jobs if each.is_live)
     head = min(
         (each for each in snapshot.jobs if each.state is JobState.PENDING), key=lambda each: each.order, default=None
     )
-    if head is not None and head.instances <= free:
+    if head is not None and head.where.instances <= free:
         estimate = estimates[head.name]
         assert (estimate.earliest, estimate.at, estimate.latest) == (NOW, NOW, NOW)
 

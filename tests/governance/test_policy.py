@@ -101,7 +101,7 @@ PATTERNS = st.sampled_from(["InternalServerError", "NCCL.*timeout", r"^Capacity\
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
     period = draw(st.integers(1, 24 * 7)) * 60
-    window = 86_400 if period < 3600 else 604_800
+    span = 86_400 if period < 3600 else 604_800
     return Policy(
         required_tags=tuple(draw(st.lists(NAMES, max_size=3))),
         allowed_instance_types=tuple(draw(st.lists(NAMES, max_size=3))),
@@ -111,7 +111,7 @@ def policies(draw: st.DrawFn) -> Policy:
         idle=IdlePolicy(
             threshold_percent=draw(st.floats(0, 800, allow_nan=False)),
             period_seconds=period,
-            evaluation_periods=draw(st.integers(1, window // period)),
+            evaluation_periods=draw(st.integers(1, span // period)),
             enforce_outside_queue=draw(st.booleans()),
         ),
         spot_interruption_limit=draw(st.integers(0, 100)),

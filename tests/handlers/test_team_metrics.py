@@ -13,7 +13,7 @@ from smq.local.lambda_context import LambdaContext
 from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Teams
 from smq_lambda.handlers import scheduler as scheduler_handler
 from smq_lambda.handlers.team_metrics import record_team_metrics
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pass_summary import PassSummary, PoolMeasure, TeamMeasure
 
 from tests.service.harness import POOL, World
 
@@ -45,7 +45,7 @@ def one(value: Any) -> Any:
 def test_each_team_and_pool_gets_its_use_borrowing_pending_and_longest_wait(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = PoolUsageReport(
+    report = PassSummary(
         pools=(PoolMeasure("ml.g5.xlarge", 4, 4),),
         measured_at=NOW,
         teams=(
@@ -72,7 +72,7 @@ def test_each_team_and_pool_gets_its_use_borrowing_pending_and_longest_wait(
 
 
 def test_nothing_is_emitted_without_team_measures(capsys: pytest.CaptureFixture[str]) -> None:
-    record_team_metrics(PoolUsageReport(pools=(), measured_at=NOW), "smq")
+    record_team_metrics(PassSummary(pools=(), measured_at=NOW), "smq")
     record_team_metrics(None, "smq")
 
     assert capsys.readouterr().out == ""

@@ -93,29 +93,29 @@ def _preemptions_allowed(jobs: Mapping[str, Job], actions: Sequence[Action]) -> 
                 raise Violation(f"{target.name} (p{target.priority}) may not be preempted for {head.name}")
 
 
-def _covers(targets: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
+def _covers(targets: Iterable[Job], lacks: Mapping[str, int]) -> bool:
     freed: Counter[str] = Counter()
     for job in targets:
         freed.update(job.demand)
-    return all(freed[pool] >= missing for pool, missing in shortfall.items())
+    return all(freed[pool] >= missing for pool, missing in lacks.items())
 
 
 def _preemptions_minimal(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action], now: datetime) -> None:
-    """Each job's targets cover its shortfall at its turn in queue order, and removing any one
-    target leaves a pool short. The shortfall counts stops in flight and those decided before, and
+    """Each job's targets cover its lacks at its turn in queue order, and removing any one
+    target leaves a pool short. The lacks counts stops in flight and those decided before, and
     the instances kept for the waiting jobs ahead that have their room (see `replay`)."""
-    for job, shortfall, targets in replay(snapshot, config, actions, now).groups:
-        if not _covers(targets, shortfall):
-            raise Violation(f"preemptions for {job} do not cover {shortfall}")
+    for job, lacks, targets in replay(snapshot, config, actions, now).groups:
+        if not _covers(targets, lacks):
+            raise Violation(f"preemptions for {job} do not cover {lacks}")
         for target in targets:
-            if _covers([other for other in targets if other is not target], shortfall):
+            if _covers([other for other in targets if other is not target], lacks):
                 raise Violation(f"preempting {target.name} for {job} is not needed")
 
 
 @dataclass
 class Replay:
     groups: list[tuple[str, dict[str, int], list[Job]]]
-    """(job, its shortfall at its turn, the jobs preempted for it)."""
+    """(job, its lacks at its turn, the jobs preempted for it)."""
     backfills_over_reserved: list[str]
     """Backfill starts that took instances kept for a waiting job ahead."""
 
@@ -138,7 +138,7 @@ def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action
     for job in sorted((job for job in snapshot.jobs if _eligible(job, config, now)), key=lambda job: job.order):
         start = starts.get(job.name)
         if start is not None:
-            if start.backfill and _shortfall(job, used, Counter(), config):
+            if start.backfill and _lack(job, used, Counter(), config):
                 result.backfills_over_reserved.append(job.name)
             used.update(job.demand)
             continue
@@ -147,23 +147,23 @@ def replay(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence[Action
             continue
         targets = preempted_for.get(job.name, [])
         if targets:
-            result.groups.append((job.name, _shortfall(job, used, releasing, config), targets))
+            result.groups.append((job.name, _lack(job, used, releasing, config), targets))
             for target in targets:
                 releasing.update(target.demand)
-        if targets or not _shortfall(job, used, releasing, config):
+        if targets or not _lack(job, used, releasing, config):
             used.update(job.demand)
         elif not _limited(job, config) & stuck:
             stuck |= _limited(job, config)
     return result
 
 
-def _shortfall(head: Job, used: Counter[str], releasing: Counter[str], config: SchedulerConfig) -> dict[str, int]:
-    shortfall = {}
+def _lack(head: Job, used: Counter[str], releasing: Counter[str], config: SchedulerConfig) -> dict[str, int]:
+    lacks = {}
     for pool, count in head.demand.items():
         capacity = config.capacity(pool)
         if capacity is not None and count > capacity - used[pool] + releasing[pool]:
-            shortfall[pool] = count - (capacity - used[pool] + releasing[pool])
-    return shortfall
+            lacks[pool] = count - (capacity - used[pool] + releasing[pool])
+    return lacks
 
 
 def _eligible(job: Job, config: SchedulerConfig, now: datetime) -> bool:
@@ -238,14 +238,14 @@ def _heads_helped(snapshot: Snapshot, config: SchedulerConfig, actions: Sequence
     for name in preempted:
         releasing.update(after[name].demand)
     for head in heads(snapshot, config, starts, now):
-        shortfall = _shortfall(head, used, releasing, config)
-        if not shortfall:
+        lacks = _lack(head, used, releasing, config)
+        if not lacks:
             continue
         reclaimable = [
             job for job, backfilled in live if job.priority < head.priority or (backfilled and job.order > head.order)
         ]
-        if _covers(reclaimable, shortfall):
-            raise Violation(f"head {head.name} lacks {shortfall} but could reclaim {[job.name for job in reclaimable]}")
+        if _covers(reclaimable, lacks):
+            raise Violation(f"head {head.name} lacks {lacks} but could reclaim {[job.name for job in reclaimable]}")
 
 
 # ---------------------------------------------------------------------- the queue against SageMaker

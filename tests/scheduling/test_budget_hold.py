@@ -263,7 +263,7 @@ def run_month(jobs: list[Job], budget: float, capacity: int) -> tuple[dict[str, 
             if job.is_live and attempt and (job.state is JobState.PREEMPTING or now - attempt.started_at >= runtime):
                 ran = min(now - attempt.started_at, runtime)
                 spend[str(job.team)] = (
-                    spend.get(str(job.team), 0.0) + PRICES[job.pool] * job.instances * ran / HOUR_DELTA
+                    spend.get(str(job.team), 0.0) + PRICES[job.where.pool] * job.where.instances * ran / HOUR_DELTA
                 )
                 if job.state is JobState.PREEMPTING:
                     active[job.name] = lifecycle.requeue(job, now, outcome=AttemptOutcome.PREEMPTED, reason="preempted")

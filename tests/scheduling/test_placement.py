@@ -156,7 +156,7 @@ def test_passes_never_over_commit_a_pool_and_each_job_holds_one_placement(specs,
             if job.state in LIVE_STATES:
                 held.update(job.demand)
                 if job.placements:
-                    assert job.selected is not None and dict(job.demand) == job.selected.demand
+                    assert job.where.selected is not None and dict(job.demand) == job.where.selected.demand
                     assert len(job.demand) == 1
         for pool, count in held.items():
             assert count <= config.pools[pool]
@@ -166,9 +166,9 @@ def test_an_attempt_is_priced_at_the_placement_it_ran_on_even_once_requeued() ->
     snapshot = queue().pending("flex", prefers=FLEX).build()
     [job] = snapshot.jobs
     started = lifecycle.start(job, NOW, reason="fits", placement=Placement(G5, 4))
-    assert started.instance_types == {G5: 4}
+    assert started.where.instance_types == {G5: 4}
     requeued = lifecycle.requeue(started, NOW + timedelta(hours=1), outcome="preempted", reason="preempted")
-    assert requeued.demand == {P5: 2} and requeued.instance_types == {P5: 2}
+    assert requeued.demand == {P5: 2} and requeued.where.instance_types == {P5: 2}
     attempt = requeued.attempts[-1]
     prices = {P5: 100.0, G5: 1.0}
     cost = attempt_cost(requeued, attempt, billable_s=3600, training_s=3600, ended_at=NOW, prices=prices)

@@ -186,8 +186,10 @@ def test_on_demand_only_when_a_condition_holds_and_no_pool_is_over_committed(
         for job in snapshot.jobs:
             if job.state in LIVE_STATES:
                 held.update(job.demand)
-                assert job.selected is not None
-                assert job.selected.spot == (job.selected.pool == G5_SPOT or (job.pool == P5 and job.purchase.spot))
+                assert job.where.selected is not None
+                assert job.where.selected.spot == (
+                    job.where.selected.pool == G5_SPOT or (job.where.pool == P5 and job.purchase.spot)
+                )
         for pool, count in held.items():
             assert count <= cfg.pools[pool]
 

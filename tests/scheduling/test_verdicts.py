@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from smq_lambda.domain.config.teams import Quota, Sharing, Teams
 from smq_lambda.scheduling import verdicts
 from smq_lambda.scheduling.actions import PreemptJob, StartJob
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.decide import decide_pass
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
@@ -25,7 +26,7 @@ LENDING = Teams(quotas={"a": Quota({P5: 2}), "b": Quota({P5: 2}, sharing=Sharing
 
 def last_pending(state: PassState, snapshot: Snapshot) -> verdicts.Verdict:
     """The verdict on the last pending job, the others walked as the pass would have left them."""
-    *ahead, job = [job for job in snapshot.jobs if not job.is_live]
+    *ahead, job = [Candidate.pinned(job) for job in snapshot.jobs if not job.is_live]
     for other in ahead:
         state.wait(other)
     return verdicts.assess(state, job)
@@ -65,7 +66,7 @@ def test_behind_a_head_it_starts_where_its_team_may_use_the_instances_now() -> N
 
     verdict = last_pending(state, snapshot)
 
-    assert verdict == verdicts.Behind(snapshot.jobs[0], starts=True)
+    assert isinstance(verdict, verdicts.Behind) and verdict.starts and verdict.head.job == snapshot.jobs[0]
 
 
 @settings(max_examples=80, deadline=None)
@@ -81,7 +82,7 @@ def test_assessing_changes_nothing_and_a_job_that_fits_now_starts(snapshot: Snap
     pools_seen = {pool for job in snapshot.jobs for pool in job.demand}
     before = {pool: (state.ledger.free(pool), state.ledger.releasing(pool)) for pool in pools_seen}
 
-    verdict = verdicts.assess(state, first)
+    verdict = verdicts.assess(state, Candidate.pinned(first))
 
     assert {pool: (state.ledger.free(pool), state.ledger.releasing(pool)) for pool in pools_seen} == before
     decision = decide_pass(snapshot, NOW, config)

@@ -215,9 +215,9 @@ def test_no_pool_is_over_committed_counting_warm_instances(case: tuple[Snapshot,
     jobs = {job.name: job for job in snapshot.jobs}
     starts = started(decision)
     reused = {name for name, start in starts.items() if start.warm_pool is not None}
-    held = sum(job.instances for job in snapshot.jobs if job.is_live)
-    new = sum(jobs[name].instances for name in starts)
-    warm_left = sum(warm.count for warm in snapshot.warm_pools) - sum(jobs[name].instances for name in reused)
+    held = sum(job.where.instances for job in snapshot.jobs if job.is_live)
+    new = sum(jobs[name].where.instances for name in starts)
+    warm_left = sum(warm.count for warm in snapshot.warm_pools) - sum(jobs[name].where.instances for name in reused)
     assert held + new + warm_left <= config.pools[P5]
 
 
@@ -226,7 +226,7 @@ def test_no_pool_is_over_committed_counting_warm_instances(case: tuple[Snapshot,
 def test_with_team_quotas_no_pool_is_over_committed_counting_warm_instances(data: st.DataObject) -> None:
     config = replace(data.draw(quota_configs()), warm_pools=POLICY)
     snapshot = data.draw(quota_snapshots(config))
-    free = config.pools[P5] - sum(job.instances for job in snapshot.jobs if job.is_live)
+    free = config.pools[P5] - sum(job.where.instances for job in snapshot.jobs if job.is_live)
     warm_pools = []
     for index in range(data.draw(st.integers(0, 2))):
         count = data.draw(st.integers(1, 2))
@@ -238,9 +238,9 @@ def test_with_team_quotas_no_pool_is_over_committed_counting_warm_instances(data
     decision = decide_pass(snapshot, NOW, config)
     jobs = {job.name: job for job in snapshot.jobs}
     starts = started(decision)
-    reused = sum(jobs[name].instances for name, start in starts.items() if start.warm_pool is not None)
-    held = sum(job.instances for job in snapshot.jobs if job.is_live)
-    new = sum(jobs[name].instances for name in starts)
+    reused = sum(jobs[name].where.instances for name, start in starts.items() if start.warm_pool is not None)
+    held = sum(job.where.instances for job in snapshot.jobs if job.is_live)
+    new = sum(jobs[name].where.instances for name in starts)
     assert held + new + sum(pool.count for pool in warm_pools) - reused <= config.pools[P5]
 
 

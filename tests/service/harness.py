@@ -11,7 +11,7 @@ from smq_lambda.domain.jobs.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLim
 from smq_lambda.domain.jobs.model import Job, demand_of
 from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
 from smq_lambda.handlers.scheduler import handle
-from smq_lambda.ports import CostLedger, DurationStore, JobStore, PriceSource, TrainingEndListener
+from smq_lambda.ports import CostRecords, DurationStore, JobStore, PriceSource, TrainingEndListener
 from smq_lambda.service.idle_watch import IdleWatch
 from smq_lambda.service.scheduler import Scheduler, SchedulerPorts
 
@@ -24,7 +24,7 @@ from tests.support.fakes import (
     FakeTrainingJob,
     FakeTrainingService,
     InMemoryJobStore,
-    InMemoryPoolUsageBoard,
+    InMemoryPassSummaries,
     RecordingNotifier,
     StaticPolicySource,
 )
@@ -76,7 +76,7 @@ class World:
     stack: str | None = None
     """The stack's name (`smq:stack`); None: a stack that tells no other smq stack apart."""
     training_end_listeners: list[TrainingEndListener] = field(default_factory=list)
-    cost_ledger: CostLedger | None = None
+    cost_records: CostRecords | None = None
     prices: PriceSource | None = None
     """The teams' spend and the prices hold budgets read; None: no budget holds a job."""
     durations: DurationStore | None = None
@@ -86,7 +86,7 @@ class World:
     def __post_init__(self) -> None:
         self.sagemaker = FakeTrainingService(clock=self.clock)
         self.config = FakeConfigSource(self.capacity, backfill=self.backfill)
-        self.usage = InMemoryPoolUsageBoard()
+        self.pass_summaries = InMemoryPassSummaries()
         self.scheduler = Scheduler(
             SchedulerPorts(
                 store=self.store,
@@ -94,7 +94,7 @@ class World:
                 config=self.config,
                 lease=self.lease,
                 clock=self.clock,
-                usage_board=self.usage,
+                pass_summaries=self.pass_summaries,
                 retry_limits=self.retry_limits,
                 policy=self.policy,
                 idle_watch=self.idle_watch,
@@ -102,7 +102,7 @@ class World:
                 notifier=self.notifier,
                 stack=self.stack,
                 training_end_listeners=self.end_listeners(),
-                cost_ledger=self.cost_ledger,
+                cost_records=self.cost_records,
                 prices=self.prices,
                 durations=self.durations,
                 spot_interruptions=self.spot_interruptions,

@@ -19,26 +19,26 @@ from smq_lambda.service.queue_api import QueueService
 
 from tests.service.harness import POOL, World, queued_job, training_request
 from tests.support.fake_budget_marks import InMemoryBudgetWarningMarks
-from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
+from tests.support.fake_costs import InMemoryCostRecords, StaticPriceSource
 from tests.support.fakes import RecordingTrigger
 
 PRICE = 10.0
 """$ per instance-hour of POOL: the harness's jobs run at most an hour, so each is estimated at $10."""
 
 
-def spent(ledger: InMemoryCostLedger, team: str, usd: float, at: datetime, name: str = "earlier-1") -> None:
+def spent(records: InMemoryCostRecords, team: str, usd: float, at: datetime, name: str = "earlier-1") -> None:
     cost = AttemptCost(name, at, False, 3600, 3600, usd, usd, 0.0, 0.0, 0.0)
-    ledger.record(cost, {"team": team})
+    records.record(cost, {"team": team})
 
 
-def world_with_budget(monthly_usd: float, spend_usd: float) -> tuple[World, InMemoryCostLedger]:
-    ledger = InMemoryCostLedger()
-    world = World(capacity={POOL: 4}, cost_ledger=ledger, prices=StaticPriceSource({POOL: PRICE}))
-    spent(ledger, "vision", spend_usd, world.clock())
+def world_with_budget(monthly_usd: float, spend_usd: float) -> tuple[World, InMemoryCostRecords]:
+    records = InMemoryCostRecords()
+    world = World(capacity={POOL: 4}, cost_records=records, prices=StaticPriceSource({POOL: PRICE}))
+    spent(records, "vision", spend_usd, world.clock())
     world.config.config = replace(
         world.config.config, budgets={"vision": Budget(monthly_usd, action=BudgetAction.HOLD)}
     )
-    return world, ledger
+    return world, records
 
 
 def submit(world: World, name: str, team: str) -> None:
@@ -49,7 +49,9 @@ def submit(world: World, name: str, team: str) -> None:
 
 def test_a_team_over_its_budget_waits_while_another_team_starts_and_a_raised_budget_starts_it() -> None:
     world, _ = world_with_budget(100, 95)
-    api = QueueService(world.store, world.config, RecordingTrigger(), usage_board=world.usage, clock=world.clock)
+    api = QueueService(
+        world.store, world.config, RecordingTrigger(), pass_summaries=world.pass_summaries, clock=world.clock
+    )
 
     submit(world, "vision-job", "vision")
     submit(world, "nlp-job", "nlp")
@@ -75,7 +77,7 @@ def test_a_warn_budget_never_holds() -> None:
     assert api_state(world, "vision-job") is JobState.STARTING
 
 
-def test_without_a_ledger_no_budget_holds() -> None:
+def test_without_cost_records_no_budget_holds() -> None:
     world = World(capacity={POOL: 4})
     world.config.config = replace(world.config.config, budgets={"vision": Budget(1, action=BudgetAction.HOLD)})
 
@@ -85,16 +87,16 @@ def test_without_a_ledger_no_budget_holds() -> None:
 
 
 def test_each_threshold_is_told_once_to_the_team() -> None:
-    world, ledger = world_with_budget(100, 0)
+    world, records = world_with_budget(100, 0)
     marks = InMemoryBudgetWarningMarks()
     warnings = BudgetWarnings(
-        config=world.config, ledger=ledger, marks=marks, notifier=world.notifier, clock=world.clock
+        config=world.config, records=records, marks=marks, notifier=world.notifier, clock=world.clock
     )
     job = replace(queued_job("vision-job", priority=0, submitted_at=world.clock()), team="vision")
     status = TrainingJobStatus(name="j-1", status="Completed")
 
     for usd, name in [(50, "a-1"), (35, "b-1"), (1, "c-1"), (20, "d-1")]:
-        spent(ledger, "vision", usd, world.clock(), name)
+        spent(records, "vision", usd, world.clock(), name)
         warnings.on_training_end(job, 1, status)
         warnings.on_training_end(job, 1, status)  # a duplicate report
 
@@ -107,10 +109,10 @@ def test_each_threshold_is_told_once_to_the_team() -> None:
 
 
 def test_the_month_is_the_utc_month_of_the_clock() -> None:
-    world, ledger = world_with_budget(10, 0)
+    world, records = world_with_budget(10, 0)
     marks = InMemoryBudgetWarningMarks()
-    warnings = BudgetWarnings(config=world.config, ledger=ledger, marks=marks, notifier=None, clock=world.clock)
-    spent(ledger, "vision", 20, world.clock(), "x-1")
+    warnings = BudgetWarnings(config=world.config, records=records, marks=marks, notifier=None, clock=world.clock)
+    spent(records, "vision", 20, world.clock(), "x-1")
 
     warnings.on_training_end(
         replace(queued_job("j", priority=0, submitted_at=world.clock()), team="vision"),

@@ -20,7 +20,7 @@ from smq_lambda.ports import TrainingEndListener
 from smq_lambda.service.cost_recorder import CostRecorder, publish_team_spend
 
 from tests.service.harness import POOL, World, queued_job
-from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
+from tests.support.fake_costs import InMemoryCostRecords, StaticPriceSource
 
 PRICE = 36.0
 """$ per instance-hour: one cent per instance-second, so the figures read as seconds / 100."""
@@ -32,12 +32,12 @@ class CostWorld(World):
     """The harness's world with the cost recorder listening, and the spend it published."""
 
     prices: StaticPriceSource = field(default_factory=lambda: StaticPriceSource({POOL: PRICE}))
-    ledger: InMemoryCostLedger = field(default_factory=InMemoryCostLedger)
+    records: InMemoryCostRecords = field(default_factory=InMemoryCostRecords)
     published: list[tuple[str, float]] = field(default_factory=list)
 
     def end_listeners(self) -> list[TrainingEndListener]:
         recorder = CostRecorder(
-            ledger=self.ledger,
+            records=self.records,
             prices=self.prices,
             config=self.config,
             clock=self.clock,
@@ -67,7 +67,7 @@ class CostWorld(World):
         self.deliver(self.event(training_job_name))
 
     def figures(self, dimension: str = "team") -> dict[str, CostFigures]:
-        return self.ledger.totals(dimension, [self.clock().date()])
+        return self.records.totals(dimension, [self.clock().date()])
 
 
 def test_a_completed_attempt_costs_its_billable_seconds_at_the_price() -> None:
@@ -175,10 +175,10 @@ def test_spend_is_grouped_by_the_configured_cost_tags() -> None:
     assert (figures["vit"].spend_usd, figures["(untagged)"].spend_usd) == (1.0, 2.0)
 
 
-def test_a_ledger_out_of_reach_fails_the_report_and_its_redelivery_records_it() -> None:
+def test_cost_records_out_of_reach_fail_the_report_and_its_redelivery_records_it() -> None:
     world = CostWorld(capacity={POOL: 1})
     name = world.running("a")
-    world.ledger.unavailable = True
+    world.records.unavailable = True
 
     world.clock.advance(seconds=60)
     world.sagemaker.set_status(name, "Completed", training_time_s=60, billable_time_s=60)
@@ -186,16 +186,16 @@ def test_a_ledger_out_of_reach_fails_the_report_and_its_redelivery_records_it() 
     assert summary["job_errors"] == ["a"]
     assert world.published == []
 
-    world.ledger.unavailable = False
+    world.records.unavailable = False
     world.deliver(world.event(name))
 
     assert world.figures()[UNASSIGNED].spend_usd == pytest.approx(0.6)
     assert world.published == [(UNASSIGNED, pytest.approx(0.6))]
 
 
-class TagsThrottledOnce(InMemoryCostLedger):
+class TagsThrottledOnce(InMemoryCostRecords):
     """Counts the first record of each attempt, then finds its tags' table throttled, as the DynamoDB
-    ledger does when a tag dimension stays pending; the next record of the attempt writes them."""
+    cost records do when a tag dimension stays pending; the next record of the attempt writes them."""
 
     def record(self, cost: AttemptCost, groups: Mapping[str, str]) -> bool:
         recorded = super().record(cost, groups)
@@ -206,7 +206,7 @@ class TagsThrottledOnce(InMemoryCostLedger):
 
 
 def test_a_tag_left_pending_publishes_the_spend_once_and_the_report_comes_back_for_it() -> None:
-    world = CostWorld(capacity={POOL: 1}, ledger=TagsThrottledOnce())
+    world = CostWorld(capacity={POOL: 1}, records=TagsThrottledOnce())
     name = world.running("a", team="vision")
     world.clock.advance(seconds=60)
     world.sagemaker.set_status(name, "Completed", training_time_s=60, billable_time_s=60)

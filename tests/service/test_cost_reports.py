@@ -1,4 +1,4 @@
-"""GET /costs' use case over the in-memory ledger and store: which days a report sums, how groups
+"""GET /costs' use case over the in-memory cost records and store: which days a report sums, how groups
 and the running jobs' accruals combine, who sees which owner, and what is refused before anything
 is read."""
 
@@ -21,7 +21,7 @@ from smq_lambda.service.submission import SubmissionPolicy, new_job
 
 from tests.api.builders import ADMIN, ALICE, BOB, G5, P5, ROLE, run, training_request
 from tests.api.fake_access_rules import StaticAccessRules
-from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
+from tests.support.fake_costs import InMemoryCostRecords, StaticPriceSource
 from tests.support.fakes import FakeClock, FakeConfigSource, InMemoryJobStore
 
 NOW = datetime(2026, 11, 26, 15, 30, tzinfo=UTC)
@@ -53,7 +53,7 @@ def groups(team: str, owner: str = ALICE, project: str | None = None) -> dict[st
 
 class World:
     def __init__(self) -> None:
-        self.ledger = InMemoryCostLedger()
+        self.records = InMemoryCostRecords()
         self.store = InMemoryJobStore()
         self.config = FakeConfigSource({G5: 8, P5: 2})
         self.config.config = replace(self.config.config, cost_tags=("project",))
@@ -61,7 +61,7 @@ class World:
         self.rules = StaticAccessRules()
         self.clock = FakeClock(NOW)
         self.reports = CostReports(
-            self.ledger,
+            self.records,
             self.store,
             self.config,
             self.prices,
@@ -92,10 +92,10 @@ def rows(report: Any) -> dict[str, tuple[float, int, float]]:
     return {row.group: (row.ended.spend_usd, row.ended.attempts, row.accruing.usd) for row in report.groups}
 
 
-def test_groups_sum_the_ledger_and_the_running_jobs_and_sort_by_spend(world: World) -> None:
-    world.ledger.record(spent("a-1", 10.0, saved=4.0), groups("vision"))
-    world.ledger.record(spent("a-2", 5.0, ended=TODAY - timedelta(days=3)), groups("vision"))
-    world.ledger.record(spent("b-1", 30.0, wasted=2.0), groups("nlp"))
+def test_groups_sum_the_cost_records_and_the_running_jobs_and_sort_by_spend(world: World) -> None:
+    world.records.record(spent("a-1", 10.0, saved=4.0), groups("vision"))
+    world.records.record(spent("a-2", 5.0, ended=TODAY - timedelta(days=3)), groups("vision"))
+    world.records.record(spent("b-1", 30.0, wasted=2.0), groups("nlp"))
     world.running("robotics-run", started=NOW - timedelta(minutes=30), instances=2, Tags=[])
 
     report = world.reports.report("team", None, ALICE)
@@ -114,8 +114,8 @@ def test_groups_sum_the_ledger_and_the_running_jobs_and_sort_by_spend(world: Wor
 
 
 def test_a_tag_dimension_groups_by_the_jobs_value_of_the_tag(world: World) -> None:
-    world.ledger.record(spent("a-1", 10.0), groups("vision", project="apollo"))
-    world.ledger.record(spent("b-1", 3.0), groups("nlp"))
+    world.records.record(spent("a-1", 10.0), groups("vision", project="apollo"))
+    world.records.record(spent("b-1", 3.0), groups("nlp"))
     world.running("apollo-run", started=NOW - timedelta(hours=1), Tags=[{"Key": "project", "Value": "apollo"}])
 
     report = world.reports.report("tag:project", DaysBack(7), ALICE)
@@ -161,7 +161,7 @@ def test_the_first_of_the_month_reports_that_day_alone_by_default() -> None:
         (TODAY + timedelta(days=1), "after today"),
     ],
 )
-def test_since_beyond_what_the_ledger_keeps_or_in_the_future_is_refused(since: date | DaysBack, rule: str) -> None:
+def test_since_beyond_what_the_cost_records_keep_or_in_the_future_is_refused(since: date | DaysBack, rule: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
         report_days(since, NOW)
 
@@ -170,7 +170,7 @@ def test_since_beyond_what_the_ledger_keeps_or_in_the_future_is_refused(since: d
 
 
 def test_a_tag_that_is_not_a_cost_tag_is_refused_before_anything_is_read(world: World) -> None:
-    world.ledger.unavailable = True  # any read would raise ServiceUnavailable instead
+    world.records.unavailable = True  # any read would raise ServiceUnavailable instead
 
     with pytest.raises(InvalidRequest) as refused:
         world.reports.report("tag:team", None, ALICE)
@@ -208,7 +208,7 @@ def test_by_owner_a_caller_sees_the_owners_whose_jobs_they_may_change_and_the_ot
     world: World, caller: str, rules: AccessRules, seen: set[str]
 ) -> None:
     for number, owner in enumerate((ALICE, BOB, ALICE_CI, ALICE_CI_OTHER)):
-        world.ledger.record(spent(f"job-{number}", 1.0 + number), groups("vision", owner=owner))
+        world.records.record(spent(f"job-{number}", 1.0 + number), groups("vision", owner=owner))
     world.rules.rules = rules
     spend = {ALICE: 1.0, BOB: 2.0, ALICE_CI: 3.0, ALICE_CI_OTHER: 4.0}
     hidden = sum(usd for owner, usd in spend.items() if owner not in seen)
@@ -226,8 +226,8 @@ def test_by_owner_a_caller_sees_the_owners_whose_jobs_they_may_change_and_the_ot
 def test_every_grouping_adds_up_to_the_same_total_for_any_caller(world: World, caller: str) -> None:
     """Bob's spend and Alice's running job count in the team's row: by owner they count too, in
     Alice's own row for her, summed in `(other owners)` for those who may not see them."""
-    world.ledger.record(spent("a-1", 1.0, wasted=0.5), groups("vision", owner=ALICE, project="apollo"))
-    world.ledger.record(spent("b-1", 2.0, saved=1.0), groups("nlp", owner=BOB))
+    world.records.record(spent("a-1", 1.0, wasted=0.5), groups("vision", owner=ALICE, project="apollo"))
+    world.records.record(spent("b-1", 2.0, saved=1.0), groups("nlp", owner=BOB))
     world.running("alice-run", started=NOW - timedelta(hours=1), owner=ALICE)
 
     totals = {by: world.reports.report(by, None, caller).total for by in ("team", "owner", "tag:project")}
@@ -237,7 +237,7 @@ def test_every_grouping_adds_up_to_the_same_total_for_any_caller(world: World, c
 
 
 def test_an_owner_with_nothing_the_caller_may_see_is_never_told_no_spend(world: World) -> None:
-    world.ledger.record(spent("b-1", 2.0), groups("vision", owner=BOB))
+    world.records.record(spent("b-1", 2.0), groups("vision", owner=BOB))
 
     (others,) = world.reports.report("owner", None, ALICE).groups
 
@@ -245,8 +245,8 @@ def test_an_owner_with_nothing_the_caller_may_see_is_never_told_no_spend(world: 
 
 
 def test_by_team_everyone_sees_every_team(world: World) -> None:
-    world.ledger.record(spent("a-1", 1.0), groups("vision", owner=ALICE))
-    world.ledger.record(spent("b-1", 2.0), groups("nlp", owner=BOB))
+    world.records.record(spent("a-1", 1.0), groups("vision", owner=ALICE))
+    world.records.record(spent("b-1", 2.0), groups("nlp", owner=BOB))
 
     report = world.reports.report("team", None, "arn:aws:iam::123456789012:user/carol")
 
@@ -269,7 +269,7 @@ def test_a_report_counts_each_attempt_in_range_once_and_unpriced_ones_never_as_f
 ) -> None:
     world = World()
     for number, (team, usd, days_ago) in enumerate(ended):
-        world.ledger.record(spent(f"job-{number}", usd, ended=TODAY - timedelta(days=days_ago)), groups(team))
+        world.records.record(spent(f"job-{number}", usd, ended=TODAY - timedelta(days=days_ago)), groups(team))
     in_range = [(team, usd) for team, usd, days_ago in ended if days_ago < back]
 
     report = world.reports.report("team", DaysBack(back), ALICE)

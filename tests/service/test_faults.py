@@ -33,7 +33,7 @@ from tests.support.fakes import (
     FakeTrainingJob,
     FakeTrainingService,
     InMemoryJobStore,
-    InMemoryPoolUsageBoard,
+    InMemoryPassSummaries,
     RecordingTrigger,
     StaticPolicySource,
 )
@@ -73,7 +73,7 @@ class FaultedQueue:
                 config=config,
                 lease=FaultyPort("lease", InMemoryPassLease(), plan),
                 clock=self.clock,
-                usage_board=FaultyPort("usage", InMemoryPoolUsageBoard(), plan),
+                pass_summaries=FaultyPort("usage", InMemoryPassSummaries(), plan),
                 policy=FaultyPort("policy", StaticPolicySource(), plan),
             )
         )

@@ -63,7 +63,7 @@ def test_a_job_behind_one_of_a_known_family_is_given_a_band() -> None:
     world.progress("train-4", "InProgress")
     world.submit("train-5", 0)
 
-    report = world.usage.latest()
+    report = world.pass_summaries.latest()
     assert report is not None
     estimate = report.estimates["train-5"]
     assert estimate.kind is EstimateKind.BAND
@@ -81,11 +81,11 @@ def test_a_start_is_measured_against_the_first_estimate(capsys: pytest.CaptureFi
     world.submit("train-4", 0)
     world.progress("train-4", "InProgress")
     world.submit("train-5", 0)
-    first = world.usage.latest()
+    first = world.pass_summaries.latest()
     assert first is not None and "train-5" in first.first_estimates
     world.later(300)
     world.kick()
-    later = world.usage.latest()
+    later = world.pass_summaries.latest()
     assert later is not None
     assert later.first_estimates["train-5"] == first.first_estimates["train-5"], "the first estimate is kept"
     capsys.readouterr()
@@ -94,7 +94,7 @@ def test_a_start_is_measured_against_the_first_estimate(capsys: pytest.CaptureFi
     world.progress("train-4", "Completed")
 
     assert world.job("train-5").state.value in ("starting", "running")
-    last = world.usage.latest()
+    last = world.pass_summaries.latest()
     assert last is not None and "train-5" not in last.first_estimates
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "StartWithinBand" in line]
     assert len(records) == 1
@@ -126,7 +126,7 @@ def test_what_spot_jobs_taught_is_read_for_a_new_users_waiting_spot_jobs() -> No
     for name in ("bob-a", "bob-b", "bob-c"):
         submit_spot(world, name, BOB)
 
-    report = world.usage.latest()
+    report = world.pass_summaries.latest()
     assert report is not None
     started = world.job("bob-a").current_attempt
     assert started is not None

@@ -16,7 +16,7 @@ from smq_lambda.forecast.start_estimate import StartEstimate
 
 from tests.service.harness import POOL, World, queued_job
 from tests.service.test_budgets import PRICE, spent
-from tests.support.fake_costs import InMemoryCostLedger, StaticPriceSource
+from tests.support.fake_costs import InMemoryCostRecords, StaticPriceSource
 from tests.support.fakes import FakeClock
 
 SPOT_POOL = spot_pool(POOL)
@@ -51,7 +51,7 @@ def submit(
 
 
 def estimate_of(world: World, name: str) -> StartEstimate:
-    report = world.usage.latest()
+    report = world.pass_summaries.latest()
     assert report is not None
     return report.estimates[name]
 
@@ -65,7 +65,7 @@ def test_a_spot_job_the_pass_sends_on_demand_is_estimated_on_demand() -> None:
     world.config.config = replace(world.config.config, spot=SpotSection(pools={POOL: 1}, adaptive=adaptive))
     submit(world, "long", spot=True, max_runtime_s=TEN_HOURS)
     submit(world, "short", expected_s=600)
-    assert world.job("long").selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
+    assert world.job("long").where.selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
     interrupted = with_interruptions(world.spot_interruptions.book, "elsewhere-1", POOL, 2, world.clock())
     assert interrupted is not None
     world.spot_interruptions.book = interrupted
@@ -80,14 +80,14 @@ def test_a_spot_job_the_pass_sends_on_demand_is_estimated_on_demand() -> None:
 
 def budget_world(*, spend_usd: float, capacity: int) -> World:
     """Team vision has a hold budget of $100 a month; each job runs at most an hour at $10/h."""
-    ledger = InMemoryCostLedger()
+    records = InMemoryCostRecords()
     world = World(
         capacity={POOL: capacity},
-        cost_ledger=ledger,
+        cost_records=records,
         prices=StaticPriceSource({POOL: PRICE}),
         clock=FakeClock(datetime(2026, 11, 26, 9, tzinfo=UTC)),
     )
-    spent(ledger, "vision", spend_usd, world.clock())
+    spent(records, "vision", spend_usd, world.clock())
     world.config.config = replace(world.config.config, budgets={"vision": Budget(100, action=BudgetAction.HOLD)})
     return world
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import JobState
-from smq_lambda.pool_usage import PoolMeasure
+from smq_lambda.pass_summary import PoolMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
-from smq_lambda.service.pass_measures import STUCK_AFTER, count_stuck, pool_usage
+from smq_lambda.service.pass_measures import STUCK_AFTER, count_stuck, pass_summary
 
 from tests.service.harness import queued_job
 
@@ -67,7 +67,7 @@ def test_usage_lists_configured_pools_then_unpooled_types_in_use_or_awaited() ->
         job("unpooled", S.RUNNING, pool="y", instances=5),
     ]
 
-    report = pool_usage(live, {"a": 1, "idle": 1, "outside-only": 7}, config, NOW, {"a": "waiting", "x": "elsewhere"})
+    report = pass_summary(live, {"a": 1, "idle": 1, "outside-only": 7}, config, NOW, {"a": "waiting", "x": "elsewhere"})
 
     assert report.measured_at == NOW
     assert report.pools == (
@@ -80,6 +80,6 @@ def test_usage_lists_configured_pools_then_unpooled_types_in_use_or_awaited() ->
 
 
 def test_an_unpooled_type_under_reject_has_no_capacity() -> None:
-    report = pool_usage([job("j", S.RUNNING, pool="x")], {}, SchedulerConfig(pools={}), NOW, {})
+    report = pass_summary([job("j", S.RUNNING, pool="x")], {}, SchedulerConfig(pools={}), NOW, {})
 
     assert report.pools == (PoolMeasure(pool="x", capacity=0, in_use=1),)

@@ -39,7 +39,7 @@ def test_a_flexible_job_behind_its_first_pools_backlog_starts_in_its_second() ->
 
     flexible = world.job("flexible")
     assert flexible.state is JobState.STARTING
-    assert flexible.selected is not None and flexible.selected.instance_type == OTHER
+    assert flexible.where.selected is not None and flexible.where.selected.instance_type == OTHER
     assert world.store.pending_window(OTHER, 10) == []
 
 
@@ -51,7 +51,7 @@ def test_a_job_read_through_two_windows_is_decided_over_once() -> None:
 
     flexible = world.job("flexible")
     assert flexible.state is JobState.STARTING and flexible.attempt_count == 1
-    assert flexible.selected is not None and flexible.selected.instance_type == POOL
+    assert flexible.where.selected is not None and flexible.where.selected.instance_type == POOL
     assert len(world.sagemaker.jobs) == 1
 
 
@@ -66,7 +66,9 @@ def test_a_waiting_job_is_placed_in_each_pool_it_may_use() -> None:
     world.submit("other-head", 5, pool=OTHER)
     _flexible(world, "flexible", POOL, OTHER)
     world.kick()
-    api = QueueService(world.store, world.config, RecordingTrigger(), usage_board=world.usage, clock=world.clock)
+    api = QueueService(
+        world.store, world.config, RecordingTrigger(), pass_summaries=world.pass_summaries, clock=world.clock
+    )
 
     waiting = api.get("flexible")
     (listed,) = [entry for entry in api.list_jobs(states=[JobState.PENDING]).jobs if entry.job.name == "flexible"]

@@ -48,6 +48,6 @@ def test_each_pass_publishes_start_estimates_for_the_jobs_it_saw() -> None:
 
     world.submit("second", priority=0)
 
-    report = world.usage.latest()
+    report = world.pass_summaries.latest()
     assert report is not None
     assert set(report.estimates) == {"second"}

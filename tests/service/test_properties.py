@@ -85,7 +85,11 @@ class QueueMachine(RuleBasedStateMachine):
             return
         self.world.clock.advance(seconds=1)
         new = queued_job(
-            old.name, priority=old.priority, submitted_at=self.world.clock(), pool=old.pool, instances=old.instances
+            old.name,
+            priority=old.priority,
+            submitted_at=self.world.clock(),
+            pool=old.where.pool,
+            instances=old.where.instances,
         )
         self.world.store.create(new)
         self._pass()

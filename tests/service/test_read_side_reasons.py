@@ -40,7 +40,9 @@ def create(world: World, name: str, team: str, instances: int = 1, priority: int
 
 
 def api(world: World) -> QueueService:
-    return QueueService(world.store, world.config, RecordingTrigger(), usage_board=world.usage, clock=world.clock)
+    return QueueService(
+        world.store, world.config, RecordingTrigger(), pass_summaries=world.pass_summaries, clock=world.clock
+    )
 
 
 def test_a_job_beyond_its_teams_reach_reads_the_reason_the_pass_gave_it() -> None:
@@ -51,7 +53,7 @@ def test_a_job_beyond_its_teams_reach_reads_the_reason_the_pass_gave_it() -> Non
 
     read = api(world).get("too-big-for-a")
     assert read.reason == BEYOND_REACH
-    latest = world.usage.latest()
+    latest = world.pass_summaries.latest()
     assert latest is not None and latest.explained == frozenset({"too-big-for-a"})
 
 
@@ -77,8 +79,8 @@ def test_a_report_of_the_last_release_shows_every_stored_reason() -> None:
     for name in ("a-run-0", "a-run-1", "a-head", "a-behind"):
         create(world, name, "a", priority=5)
     world.kick()
-    latest = world.usage.latest()
+    latest = world.pass_summaries.latest()
     assert latest is not None
-    world.usage.publish(replace(latest, explained=None))
+    world.pass_summaries.publish(replace(latest, explained=None))
 
     assert api(world).get("a-behind").reason == world.job("a-behind").reason

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from smq_lambda.domain.jobs.lifecycle import BACKOFF_MAX, StartRetryLimits
 from smq_lambda.domain.jobs.states import JobState
-from smq_lambda.pool_usage import PoolMeasure
+from smq_lambda.pass_summary import PoolMeasure
 from smq_lambda.scheduling.snapshot import UnpooledPolicy
 
 from tests.service.harness import POOL, World, queued_job, started_outside_the_queue
@@ -351,7 +351,7 @@ def test_each_pass_publishes_the_usage_it_measured_including_its_own_starts() ->
     summary = world.kick()
 
     assert sorted(summary["started"]) == ["started-now", "unpooled"]
-    latest = world.usage.latest()
+    latest = world.pass_summaries.latest()
     assert latest is not None and latest.measured_at == world.clock()
     assert latest.pools == (
         PoolMeasure(pool=POOL, capacity=3, in_use=3, head="waits"),
@@ -366,7 +366,7 @@ def test_a_refused_start_is_published_as_not_in_use() -> None:
 
     world.submit("a", 0)
 
-    latest = world.usage.latest()
+    latest = world.pass_summaries.latest()
     assert latest is not None
     assert latest.pools == (PoolMeasure(pool=POOL, capacity=1, in_use=0),)
 

@@ -50,7 +50,7 @@ def test_a_spot_job_runs_in_the_spot_pool_and_goes_on_demand_only_after_waiting(
     submit_spot(spot, "a")
     submit_spot(spot, "b")
 
-    assert spot.job("a").selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
+    assert spot.job("a").where.selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
     assert sent(spot, "a")["EnableManagedSpotTraining"] is True
     waiting = spot.job("b")
     assert waiting.state is JobState.PENDING
@@ -60,7 +60,7 @@ def test_a_spot_job_runs_in_the_spot_pool_and_goes_on_demand_only_after_waiting(
     spot.kick()
 
     assert spot.job("b").state is JobState.STARTING
-    assert spot.job("b").selected == Placement(POOL, 1)
+    assert spot.job("b").where.selected == Placement(POOL, 1)
     assert sent(spot, "b")["EnableManagedSpotTraining"] is False
     assert "MaxWaitTimeInSeconds" not in sent(spot, "b")["StoppingCondition"]
 
@@ -81,13 +81,13 @@ def test_interruptions_are_counted_once_and_a_high_rate_starts_spot_jobs_on_dema
     assert len(spot.spot_interruptions.book.by_type[POOL]) == 2
     submit_spot(spot, "b")
 
-    assert spot.job("b").selected == Placement(POOL, 1)  # 2 interruptions in a half-life: 1.39/h > 0.5
-    rate = spot.usage.latest().spot_rates[POOL]
+    assert spot.job("b").where.selected == Placement(POOL, 1)  # 2 interruptions in a half-life: 1.39/h > 0.5
+    rate = spot.pass_summaries.latest().spot_rates[POOL]
     assert rate == pytest.approx(2 * 0.6931, rel=0.01)
 
     spot.clock.advance(hours=2)  # 1.39/h → 0.35/h: spot again
     submit_spot(spot, "c")
-    assert spot.job("c").selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
+    assert spot.job("c").where.selected == Placement(POOL, 1, pool=SPOT_POOL, spot=True)
 
 
 def test_one_pass_reads_as_many_spot_jobs_as_the_spot_pool_can_start() -> None:

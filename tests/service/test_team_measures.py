@@ -11,10 +11,10 @@ import pytest
 from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Sharing, Teams
 from smq_lambda.domain.jobs.model import Attempt, Job
 from smq_lambda.domain.jobs.states import JobState
-from smq_lambda.pool_usage import TeamMeasure
+from smq_lambda.pass_summary import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
-from smq_lambda.service.pass_measures import pool_usage
+from smq_lambda.service.pass_measures import pass_summary
 from smq_lambda.service.team_measures import Waiting, team_measures
 
 NOW = datetime(2024, 1, 1, 12, tzinfo=UTC)
@@ -153,7 +153,7 @@ def test_a_pass_publishes_team_measures_of_its_live_and_pending_jobs() -> None:
         job("r-waits", JobState.PENDING, "r", {G: 1}, waited=timedelta(seconds=30)),
     ]
 
-    report = pool_usage(live, {P: 1}, config, NOW, {}, pending=pending)
+    report = pass_summary(live, {P: 1}, config, NOW, {}, pending=pending)
 
     assert report.teams == (
         TeamMeasure("a", P, 4, 6, borrowed=2, lent=0, pending=2, longest_wait_s=3600.0),
@@ -170,7 +170,7 @@ def test_a_pass_publishes_team_measures_of_its_live_and_pending_jobs() -> None:
 def test_a_pass_without_quotas_publishes_no_teams() -> None:
     config = SchedulerConfig(pools={P: 10})
 
-    report = pool_usage([job("a1", JobState.RUNNING, "a", {P: 6})], {}, config, NOW, {})
+    report = pass_summary([job("a1", JobState.RUNNING, "a", {P: 6})], {}, config, NOW, {})
 
     assert report.teams == ()
 

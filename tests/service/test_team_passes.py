@@ -12,7 +12,7 @@ from smq_lambda.domain.config.teams import UNASSIGNED, Quota, Teams, decay_usage
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import VersionConflict
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 from smq_lambda.scheduling import window
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 

@@ -33,7 +33,7 @@ class WarmWorld(World):
                 config=self.config,
                 lease=self.lease,
                 clock=self.clock,
-                usage_board=self.usage,
+                pass_summaries=self.pass_summaries,
                 warm_pools=self.warm,
             )
         )

@@ -45,7 +45,7 @@ def runs() -> dict[str, Result]:
         ("quotas", "a", ("pools", "p", "borrowed_instance_s"), 2320.0),
         ("quotas", "a", ("pools", "p", "lent_instance_s"), 0.0),
         ("quotas", "a", ("pools", "p", "pending_s"), 200.0),
-        ("quotas", "a", ("pools", "p", "quota_kept"), 1.0),  # waiting beyond its quota is no shortfall
+        ("quotas", "a", ("pools", "p", "quota_kept"), 1.0),  # waiting beyond its quota is no lacks
         ("quotas", "a", ("wait_s", "max"), 0.0),
         ("quotas", "a", ("reclaims",), 0),
         ("quotas", "b", ("pools", "p", "share_of_capacity"), 400 / (4 * 1360)),

@@ -16,7 +16,7 @@ from smq.cli.main import main
 from smq.simulate.workloads import TEAMS_POOL, teams
 from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.domain.config.teams import Quota, Teams
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 from smq_lambda.replay.trace_job import TraceJob
 from smq_lambda.scheduling.actions import Action
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot

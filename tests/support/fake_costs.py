@@ -1,4 +1,4 @@
-"""The cost ports in memory: the CostLedger with the DynamoDB adapter's semantics (see
+"""The cost ports in memory: the CostRecords with the DynamoDB adapter's semantics (see
 dynamodb_costs.py: each attempt counts once, under every group, on the UTC day it ended; a tag's
 groups are cut to MAX_TAG_GROUP_BYTES, and a day keeps MAX_TAG_GROUPS_PER_DAY of them apart, the
 later ones counting in OTHER)."""
@@ -21,7 +21,7 @@ from smq_lambda.domain.costs.prices_in_force import PriceOrigin, PricesInForce
 from smq_lambda.errors import ServiceUnavailable
 
 
-class InMemoryCostLedger:
+class InMemoryCostRecords:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.recorded: dict[str, AttemptCost] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 
 
 class InMemoryTeamUsageHistory:

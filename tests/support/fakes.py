@@ -17,8 +17,8 @@ from typing import Any
 
 from smq_lambda.adapters.dynamodb_attempts import history_position
 from smq_lambda.adapters.dynamodb_indexes import in_pool
+from smq_lambda.adapters.dynamodb_pass_summaries import bounded
 from smq_lambda.adapters.dynamodb_pool_holders import outside_count, outside_entry
-from smq_lambda.adapters.dynamodb_pool_usage import bounded
 from smq_lambda.adapters.item_codec import (
     ARCHIVE_SEPARATOR,
     Item,
@@ -48,7 +48,7 @@ from smq_lambda.errors import (
 from smq_lambda.governance.idle import AlarmPrefix
 from smq_lambda.governance.notices import Notice
 from smq_lambda.governance.policy import Policy
-from smq_lambda.pool_usage import PoolUsageReport
+from smq_lambda.pass_summary import PassSummary
 from smq_lambda.ports import HistoryEntry, HistoryPosition, InUse, JobPage
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 
@@ -107,7 +107,7 @@ class InMemoryJobStore:
     def create(self, job: Job, *, register_team: bool = False) -> Job:
         stored = replace(job, version=1)
         with self._lock:
-            self._pools.update(job.pending_pools)
+            self._pools.update(job.where.pools)
             existing = self._items.get(job.name)
             if existing is not None:
                 if existing["job_id"]["S"] == job.job_id:
@@ -552,23 +552,23 @@ class FakeConfigSource:
         self.config = replace(self.config, pools=dict(pools))
 
 
-class InMemoryPoolUsageBoard:
-    """The PoolUsageBoard port: keeps the latest report, never replacing it with an older one (as
-    the DynamoDB board's condition does), within the same bounds (`bounded`); `published` records
-    every report a pass offered."""
+class InMemoryPassSummaries:
+    """The PassSummaries port: keeps the latest summary, never replacing it with an older one (as
+    the DynamoDB adapter's condition does), within the same bounds (`bounded`); `published` records
+    every summary a pass offered."""
 
     def __init__(self) -> None:
-        self.published: list[PoolUsageReport] = []
-        self._latest: PoolUsageReport | None = None
+        self.published: list[PassSummary] = []
+        self._latest: PassSummary | None = None
         self._lock = threading.Lock()
 
-    def publish(self, report: PoolUsageReport) -> None:
+    def publish(self, summary: PassSummary) -> None:
         with self._lock:
-            self.published.append(report)
-            if self._latest is None or self._latest.measured_at <= report.measured_at:
-                self._latest = bounded(report)
+            self.published.append(summary)
+            if self._latest is None or self._latest.measured_at <= summary.measured_at:
+                self._latest = bounded(summary)
 
-    def latest(self) -> PoolUsageReport | None:
+    def latest(self) -> PassSummary | None:
         with self._lock:
             return self._latest
 

@@ -199,7 +199,7 @@ def _touched(stack: RecordedStack, function: str, operations: set[str]) -> set[s
 
 
 def _day_dimensions(items: set[str]) -> set[str]:
-    """The report dimensions of the cost ledger's day items among `items` (`#costs#<day>#<dimension>`)."""
+    """The report dimensions of the cost records' day items among `items` (`#costs#<day>#<dimension>`)."""
     return {name.rsplit("#", 1)[-1] for name in items if name.startswith(DAY_PREFIX)}
 
 
@@ -337,7 +337,7 @@ def _transition(status: str) -> dict[str, str]:
 
 def test_the_scheduler_function_may_count_spot_interruptions_and_record_costs(stack: RecordedStack) -> None:
     """A spot attempt reports an interruption (the spot-interruption book), then ends: its cost is
-    recorded in the ledger (the attempt and its team, owner and cost tag days), and its spend
+    recorded in the cost records (the attempt and its team, owner and cost tag days), and its spend
     crosses the team's warning threshold (the budget mark, a notice on the policy topic)."""
     request = _request("costed-spot", 0, pool=COSTED, project="p", team="vision")
     request["EnableManagedSpotTraining"] = True
@@ -364,9 +364,9 @@ def test_the_scheduler_function_may_count_spot_interruptions_and_record_costs(st
     assert not refused, "\n".join(refused)
 
 
-def test_the_api_function_may_read_the_cost_ledger(stack: RecordedStack) -> None:
+def test_the_api_function_may_read_the_cost_records(stack: RecordedStack) -> None:
     """GET /costs by team (the month), by owner (access rules decide whose rows) and by cost tag
-    (the last 30 days): the ledger's day items, the running jobs' accruals and the prices in force."""
+    (the last 30 days): the cost records' day items, the running jobs' accruals and the prices in force."""
     assert _api(stack, "GET", "/costs")["status"] == 200
     assert _api(stack, "GET", "/costs", by="owner")["status"] == 200
     assert _api(stack, "GET", "/costs", by="tag:project", since="30d")["status"] == 200

@@ -1,4 +1,4 @@
-"""The CostLedger port as items of the queue table: one per recorded attempt, one per UTC day and
+"""The CostRecords port as items of the queue table: one per recorded attempt, one per UTC day and
 report dimension holding that day's totals per group.
 
     name        S  `#cost-attempt#<training job name>`: the attempt is recorded (job names cannot
@@ -87,7 +87,7 @@ RECORD_ROUNDS = 4
 under the same client token, so a try that landed but whose answer was lost succeeds."""
 
 
-class DynamoCostLedger:
+class DynamoCostRecords:
     def __init__(self, table_name: str, client: Any) -> None:
         self._table = table_name
         self._client = client

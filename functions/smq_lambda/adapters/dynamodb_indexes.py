@@ -128,7 +128,7 @@ class JobIndexes:
         caller's page never reads other owners' jobs. Without a pool filter each Query reads in pages
         of `limit + 1` (one more job tells whether another page follows), not DynamoDB's 1 MB.
 
-        The page token is a cursor: the order key of the page's last job (see item_codec). Each
+        The page token is a cursor: the order key of the page's last job (see page_token.py). Each
         state's Query continues with `order_key > cursor`, so a token stays valid for any number of
         states, needs no per-state DynamoDB keys, and never returns a job twice while the jobs keep
         their priority. A job whose priority changes between two page requests moves in the order
@@ -181,7 +181,7 @@ class JobIndexes:
 def in_pool(job: Job, pool: str) -> bool:
     """The listing's pool filter: a pending job is in every pool it waits in (each instance group's,
     each preference's), any other in the pools it holds, or held last (a flexible job's placement)."""
-    return pool in (job.pending_pools if job.state is JobState.PENDING else job.demand)
+    return pool in (job.where.pools if job.state is JobState.PENDING else job.demand)
 
 
 def _listing_partition(state: JobState, owner: str | None) -> tuple[str, str, str]:

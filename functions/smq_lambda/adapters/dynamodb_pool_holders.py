@@ -143,8 +143,8 @@ class PoolHolderItems:
         operation = "ADD" if job.state in LIVE_STATES else "DELETE"
         members = {":member": {"SS": [job.name]}}
         pools = dict.fromkeys(job.demand)
-        if operation == "DELETE" and job.selected is not None:
-            pools.update(dict.fromkeys(job.selected.demand))
+        if operation == "DELETE" and job.where.selected is not None:
+            pools.update(dict.fromkeys(job.where.selected.demand))
         return [
             {
                 "Update": {

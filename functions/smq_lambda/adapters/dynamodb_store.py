@@ -106,8 +106,8 @@ class DynamoJobStore:
         this very job ───────▶ returned as stored (a retried request whose first try landed)
         """
         team = job.team if register_team else None
-        spot_pools = [spot_pool(instance_type) for instance_type in job.pending_pools if job.purchase.spot]
-        pools = (*job.pending_pools, *spot_pools)  # a spot job may hold its types' spot pools
+        spot_pools = [spot_pool(instance_type) for instance_type in job.where.pools if job.purchase.spot]
+        pools = (*job.where.pools, *spot_pools)  # a spot job may hold its types' spot pools
         self._pools.register(pools, team=team, at=int(job.submitted_at.timestamp()))
         self._remember_request(job.name, job.job_id, 1, request_digest(job.request))
         for _ in range(CREATE_ROUNDS):

@@ -19,7 +19,7 @@ from typing import Any
 from smq_lambda.adapters.attribute_values import format_time, parse_time
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
 from smq_lambda.errors import VersionConflict
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 
 TEAM_USAGE_KEY = {"name": {"S": "#team-usage"}}
 _NAMES = {"#at": "at"}

@@ -74,7 +74,7 @@ Earlier jobs of a reused name (see `archived`) live under the key `<name>#<job_i
 `order_key`, `owner_state`, `pending_pool` or `pending_team`: they are in no index. The table's
 other keys cannot collide with a job or with each other: job names never contain '#' (and never
 '.', which every idempotency record key `<function>#<hash>` has); the scheduler lease is
-`#scheduler-lease`, the pool usage report `#pool-usage`, the teams' usage `#team-usage` and a pending
+`#scheduler-lease`, the pass summary `#pool-usage`, the teams' usage `#team-usage` and a pending
 job's listing item in another pool `#listing#<pool>#<name>` (pending_listing.py: it is in the
 pending indexes only), which no job name starts with.
 """
@@ -159,7 +159,7 @@ def job_order_key(job: Job) -> str:
 
 
 def to_item(job: Job, *, ttl_days: int) -> Item:
-    listed = job.listed_demand
+    listed = job.where.listed
     item: Item = {
         "name": {"S": job.name},
         "job_id": {"S": job.job_id},
@@ -209,8 +209,8 @@ def to_item(job: Job, *, ttl_days: int) -> Item:
     if job.max_runtime_s is not None:
         item["max_runtime_s"] = {"N": str(job.max_runtime_s)}
     if job.state is JobState.PENDING:
-        item["pending_pool"] = {"S": job.pool}
-        item["pending_team"] = {"S": pending_team_key(job.pool, job.team)}
+        item["pending_pool"] = {"S": job.where.pool}
+        item["pending_team"] = {"S": pending_team_key(job.where.pool, job.team)}
     expiry = expires_at(job, ttl_days)
     if expiry is not None:
         item["expires_at"] = {"N": str(expiry)}
@@ -296,7 +296,7 @@ def archived(item: Mapping[str, Mapping[str, Any]]) -> Item:
 
 
 def _demand_from_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    """DynamoDB maps keep no order, but `Job.pool` is the first key: put the `pool` attribute first."""
+    """DynamoDB maps keep no order, but `Job.where.pool` is the first key: put the `pool` attribute first."""
     counts = {pool: int(value["N"]) for pool, value in item["demand"]["M"].items()}
     first = item["pool"]["S"]
     return {first: counts[first], **{pool: count for pool, count in sorted(counts.items()) if pool != first}}

@@ -2,7 +2,7 @@
 
 A pass reads only the first jobs of each pool's pending partition (scheduling/window.py). A job
 is listed there by its own item under its first pool (`pending_pool`, item_codec.py); a job that
-may use other pools (`Job.pending_pools`: a heterogeneous job's other instance groups, a flexible
+may use other pools (`Job.where.pools`: a heterogeneous job's other instance groups, a flexible
 job's other preferences' pools) has one more item per other pool:
 
     name                       S  `#listing#<pool>#<job name>` (pools and job names never contain '#')
@@ -71,7 +71,7 @@ def listing_changes(job: Job, item: Item) -> dict[str, Item | None]:
     """The listing items a write of `job` (stored as `item`) puts, and the keys it deletes (None):
     each other pool's item while the job is pending, none once it left pending (a state it may
     enter from pending: it may have been pending before), nothing otherwise."""
-    others = job.pending_pools[1:]
+    others = job.where.pools[1:]
     if job.state is JobState.PENDING:
         return {listing_key(pool, job.name): _listing_item(item, pool, job.name, job.team) for pool in others}
     if job.state in LEFT_PENDING:

@@ -135,7 +135,7 @@ def duration_type(job: Job) -> str:
     attempt = job.current_attempt
     if attempt is not None and attempt.placement is not None:
         return attempt.placement.instance_type
-    return next(iter(job.instance_types))
+    return next(iter(job.where.instance_types))
 
 
 def keys_for(job: Job) -> tuple[DurationKey, DurationKey, DurationKey]:

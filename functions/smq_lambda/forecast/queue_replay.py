@@ -106,8 +106,8 @@ class Replay(VirtualQueue):
         return decision.actions
 
     def _spend(self, job: Job) -> None:
-        """The job's attempt ends: what it cost is its team's spend from now on, as the cost ledger
-        records an ended attempt (a pass counts a live job's cost as committed instead)."""
+        """The job's attempt ends: what it cost is its team's spend from now on, as the cost records
+        keep an ended attempt (a pass counts a live job's cost as committed instead)."""
         if self.team_spend is None:
             return
         usd = accrued_cost(job, self._now(), self.prices)
@@ -136,8 +136,8 @@ class Replay(VirtualQueue):
             name=job.name,
             submit_s=self._at(job.submitted_at),
             priority=job.priority,
-            pool=job.pool,
-            instances=job.instances,
+            pool=job.where.pool,
+            instances=job.where.instances,
             duration_s=duration_s,
             team=job.team,
             checkpoint_every_s=RESUME_GRANULARITY_S,
@@ -155,8 +155,8 @@ class Replay(VirtualQueue):
             attempt=attempt.number,
             team=job.team,
             priority=job.priority,
-            pool=job.pool,
-            slots=self.slots.take(job.pool, job.instances),
+            pool=job.where.pool,
+            slots=self.slots.take(job.where.pool, job.where.instances),
             start_s=self._at(attempt.started_at),
             backfill=attempt.backfill,
         )

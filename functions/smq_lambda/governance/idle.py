@@ -17,7 +17,7 @@ this in CloudWatch, but PutCompositeAlarm must be allowed on `*` (CloudWatch ref
 scope), and the queue's alarm permissions stay scoped to the stack's prefix.
 
 With `idle.warn_below_percent` set, a queued job also gets warning alarms (`<prefix><job>.low`, in
-parts as above: `<prefix><job>.low.part-<k>-of-<n>`) over a longer window: when every part is in
+parts as above: `<prefix><job>.low.part-<k>-of-<n>`) over a longer span: when every part is in
 ALARM the owner is told of low utilization, once per attempt, and the job runs on.
 """
 

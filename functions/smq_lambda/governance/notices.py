@@ -76,7 +76,7 @@ def about_job(job: Job, action: NoticeAction, reason: str) -> Notice:
     """A notice to the owner of a queued job; `reason` is the one the job now records."""
     attempt = job.current_attempt
     lines = [
-        f"smq job {job.name} ({job.pool}, priority {job.priority}) was {_HEADLINES[action]}.",
+        f"smq job {job.name} ({job.where.pool}, priority {job.priority}) was {_HEADLINES[action]}.",
         "",
         reason,
         "",

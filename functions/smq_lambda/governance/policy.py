@@ -41,9 +41,10 @@ TAG_KEY_MAX = 128
 PERIOD_STEP_SECONDS = 60
 """SageMaker publishes training metrics once a minute, so shorter periods would find no data."""
 SHORT_PERIOD_SECONDS = 3600
-MAX_SHORT_WINDOW_SECONDS = 86_400
-"""CloudWatch: periods under an hour may span at most a day of evaluation."""
-MAX_WINDOW_SECONDS = 604_800
+MAX_SHORT_SPAN_SECONDS = 86_400
+"""CloudWatch: periods under an hour may span at most a day of evaluation (an alarm's span: its
+periods times their length; not a training plan's window)."""
+MAX_SPAN_SECONDS = 604_800
 """CloudWatch: any alarm may span at most seven days of evaluation."""
 MAX_CPU_PERCENT = 19_200
 """SageMaker sums a host's vCPUs (100 % each); no CPU training instance has more than 192."""
@@ -75,7 +76,7 @@ class IdlePolicy:
     """Warn the owner of a queued job, never stop it, when every host stays below this GPU
     utilization for `warn_evaluation_periods` periods; None (the default): no warning."""
     warn_evaluation_periods: int = 12
-    """The warning's window in periods of `period_seconds`, longer than the stop rule's (1 hour by
+    """The warning's span in periods of `period_seconds`, longer than the stop rule's (1 hour by
     default), so a job is warned of low use well before, and apart from, an idle stop."""
     cpu_threshold_percent: float | None = None
     """Watch jobs on instances without GPUs (governance/idle.py) on their `CPUUtilization`, summed
@@ -148,11 +149,11 @@ def _idle(value: object) -> IdlePolicy:
             f"not {period}",
         )
     periods = _int(document.get("evaluation_periods", 3), f"{path}.evaluation_periods", minimum=1)
-    window = MAX_SHORT_WINDOW_SECONDS if period < SHORT_PERIOD_SECONDS else MAX_WINDOW_SECONDS
-    if period * periods > window:
+    span = MAX_SHORT_SPAN_SECONDS if period < SHORT_PERIOD_SECONDS else MAX_SPAN_SECONDS
+    if period * periods > span:
         raise PolicyError(
             f"{path}.evaluation_periods",
-            f"{periods} periods of {period} s span {period * periods} s; CloudWatch evaluates at most {window} s "
+            f"{periods} periods of {period} s span {period * periods} s; CloudWatch evaluates at most {span} s "
             f"for this period",
         )
     enforce = document.get("enforce_outside_queue", False)
@@ -193,8 +194,8 @@ def _principals(value: object, path: str) -> tuple[str, ...]:
 def _warning(
     document: Mapping[str, Any], path: str, threshold: float, period: int, periods: int
 ) -> tuple[float | None, int]:
-    """The low-utilization warning's threshold and window: above the idle threshold (at or below it
-    the idle stop comes first), within what SageMaker can report, over a longer window than the
+    """The low-utilization warning's threshold and span: above the idle threshold (at or below it
+    the idle stop comes first), within what SageMaker can report, over a longer span than the
     stop rule's and one CloudWatch can evaluate."""
     warn = document.get("warn_below_percent")
     warn_periods = _int(
@@ -214,14 +215,14 @@ def _warning(
     if warn_periods <= periods:
         raise PolicyError(
             f"{path}.warn_evaluation_periods",
-            f"must be more than evaluation_periods ({periods}): the warning watches a longer window, not {warn_periods}",
+            f"must be more than evaluation_periods ({periods}): the warning watches a longer span, not {warn_periods}",
         )
-    window = MAX_SHORT_WINDOW_SECONDS if period < SHORT_PERIOD_SECONDS else MAX_WINDOW_SECONDS
-    if period * warn_periods > window:
+    span = MAX_SHORT_SPAN_SECONDS if period < SHORT_PERIOD_SECONDS else MAX_SPAN_SECONDS
+    if period * warn_periods > span:
         raise PolicyError(
             f"{path}.warn_evaluation_periods",
             f"{warn_periods} periods of {period} s span {period * warn_periods} s; CloudWatch evaluates at most "
-            f"{window} s for this period",
+            f"{span} s for this period",
         )
     return float(warn), warn_periods
 

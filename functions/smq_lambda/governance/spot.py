@@ -85,7 +85,7 @@ class OnDemandCapacity:
 def on_demand_shortage(job: Job, capacity: OnDemandCapacity) -> str | None:
     """Why none of `job`'s placements (a flexible job's preferences, else what it runs on) could ever
     start on demand, for the first; None when one could."""
-    demands: list[Mapping[str, int]] = [placement.demand for placement in job.placements] or [job.instance_types]
+    demands: list[Mapping[str, int]] = [placement.demand for placement in job.placements] or [job.where.instance_types]
     shortages = [capacity.shortage(demand, job.team) for demand in demands]
     return None if None in shortages else shortages[0]
 

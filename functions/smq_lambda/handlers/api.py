@@ -233,7 +233,7 @@ def create_app(
 def _submission(service: QueueService, store: BasePersistenceLayer | None) -> Callable[..., dict[str, Any]]:
     def submit(submission: dict[str, Any]) -> dict[str, Any]:
         entry = service.submit(submission["request"], submission["caller"])
-        _count("JobsSubmitted", pool=entry.job.pool)
+        _count("JobsSubmitted", pool=entry.job.where.pool)
         logger.info("job queued", extra={"priority": entry.job.priority, "position": entry.position})
         return job_view(entry)
 

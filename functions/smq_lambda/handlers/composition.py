@@ -6,8 +6,9 @@ The adapters are imported inside the builders, on a function's first invocation,
 module is imported: a cold start pays only for what its function uses. The boto3 clients are shared
 (aws_clients.py), except the Price List's, whose endpoint's region is not the stack's.
 
-The training-end listeners, in the order they are told of an attempt's end (one ledger and one
-price source serve them and the passes, which read the month's spend back to hold jobs by budget):
+The training-end listeners, in the order they are told of an attempt's end (the same cost records
+and price source serve them and the passes, which read the month's spend back to hold jobs by
+budget):
 
 1. the cost recorder (service/cost_recorder.py), which prices the attempt;
 2. the budget warnings (service/budget_warnings.py), which read what the recorder wrote;
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from smq_lambda.adapters.ssm_policy import SsmPolicySource
     from smq_lambda.governance.idle import AlarmPrefix
     from smq_lambda.governance.policy import Policy
-    from smq_lambda.ports import ConfigSource, CostLedger, PriceSource, TrainingEndListener, TrainingService
+    from smq_lambda.ports import ConfigSource, CostRecords, PriceSource, TrainingEndListener, TrainingService
     from smq_lambda.service.cost_reports import CostReports
     from smq_lambda.service.idle_stop import IdleStop
     from smq_lambda.service.idle_watch import IdleWatch
@@ -50,10 +51,10 @@ def default_scheduler() -> Scheduler:
     """The scheduler function's use cases over the stack's table, SageMaker, SSM and topics."""
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
-    from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
+    from smq_lambda.adapters.dynamodb_costs import DynamoCostRecords
     from smq_lambda.adapters.dynamodb_durations import DynamoDurationStore
     from smq_lambda.adapters.dynamodb_lease import DynamoPassLease
-    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+    from smq_lambda.adapters.dynamodb_pass_summaries import DynamoPassSummaries
     from smq_lambda.adapters.dynamodb_spot_rates import DynamoSpotInterruptionBook
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.dynamodb_team_usage import DynamoTeamUsageHistory
@@ -68,7 +69,7 @@ def default_scheduler() -> Scheduler:
     dynamodb = client("dynamodb")
     training = SageMakerTrainingService(client("sagemaker"), stack=settings.stack_name)
     config = SsmConfigSource(settings, SSMProvider(boto3_client=client("ssm")))
-    ledger = DynamoCostLedger(settings.table_name, dynamodb)
+    records = DynamoCostRecords(settings.table_name, dynamodb)
     prices = stack_price_source(settings, config, dynamodb)
     return Scheduler(
         SchedulerPorts(
@@ -77,7 +78,7 @@ def default_scheduler() -> Scheduler:
             config=config,
             lease=DynamoPassLease(settings.table_name, dynamodb),
             clock=now,
-            usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
+            pass_summaries=DynamoPassSummaries(settings.table_name, dynamodb),
             retry_limits=StartRetryLimits(
                 max_refusals=settings.max_start_refusals,
                 max_duration=timedelta(hours=settings.max_start_refusal_hours),
@@ -88,9 +89,9 @@ def default_scheduler() -> Scheduler:
             team_usage=DynamoTeamUsageHistory(settings.table_name, dynamodb),
             notifier=notifier(settings),
             stack=settings.stack_name,
-            training_end_listeners=cost_listeners(settings, config, training, ledger, prices),
+            training_end_listeners=cost_listeners(settings, config, training, records, prices),
             durations=DynamoDurationStore(settings.table_name, dynamodb),
-            cost_ledger=ledger,
+            cost_records=records,
             prices=prices,
             spot_interruptions=DynamoSpotInterruptionBook(settings.table_name, dynamodb),
             warm_pools=DynamoWarmPools(settings.table_name, dynamodb),
@@ -99,7 +100,7 @@ def default_scheduler() -> Scheduler:
 
 
 def cost_listeners(
-    settings: Settings, config: ConfigSource, training: TrainingService, ledger: CostLedger, prices: PriceSource
+    settings: Settings, config: ConfigSource, training: TrainingService, records: CostRecords, prices: PriceSource
 ) -> tuple[TrainingEndListener, ...]:
     """Listeners 1 and 2 of the module docstring: the cost recorder, then the budget warnings."""
     from smq_lambda.adapters.dynamodb_budget_marks import DynamoBudgetWarningMarks
@@ -107,10 +108,10 @@ def cost_listeners(
     from smq_lambda.service.cost_recorder import CostRecorder
 
     recorder = CostRecorder(
-        ledger=ledger, prices=prices, config=config, clock=now, training=training, policy=default_policy()
+        records=records, prices=prices, config=config, clock=now, training=training, policy=default_policy()
     )
     marks = DynamoBudgetWarningMarks(settings.table_name, client("dynamodb"))
-    return recorder, BudgetWarnings(config, ledger, marks, notifier(settings), now)
+    return recorder, BudgetWarnings(config, records, marks, notifier(settings), now)
 
 
 def notifier(settings: Settings) -> SnsNotifier | None:
@@ -209,8 +210,8 @@ def api_services(settings: Settings) -> tuple[QueueService, CostReports]:
     import boto3
     from aws_lambda_powertools.utilities.parameters import SSMProvider
 
-    from smq_lambda.adapters.dynamodb_costs import DynamoCostLedger
-    from smq_lambda.adapters.dynamodb_pool_usage import DynamoPoolUsageBoard
+    from smq_lambda.adapters.dynamodb_costs import DynamoCostRecords
+    from smq_lambda.adapters.dynamodb_pass_summaries import DynamoPassSummaries
     from smq_lambda.adapters.dynamodb_store import DynamoJobStore
     from smq_lambda.adapters.price_source import stack_price_source
     from smq_lambda.adapters.sqs_trigger import SqsSchedulerTrigger
@@ -236,12 +237,12 @@ def api_services(settings: Settings) -> tuple[QueueService, CostReports]:
         policy=SubmissionPolicy.from_settings(settings),
         admin_principals=settings.admin_principals,
         access_rules=access_rules,
-        usage_board=DynamoPoolUsageBoard(settings.table_name, dynamodb),
+        pass_summaries=DynamoPassSummaries(settings.table_name, dynamodb),
         governance=SsmPolicySource.from_settings(settings, ssm),
         prices=prices,
     )
     costs = CostReports(
-        DynamoCostLedger(settings.table_name, dynamodb),
+        DynamoCostRecords(settings.table_name, dynamodb),
         store,
         config,
         prices,

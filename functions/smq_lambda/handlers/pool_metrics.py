@@ -31,8 +31,8 @@ def record_pool_metrics(
 ) -> None:
     waits: dict[str, list[float]] = {}
     for job in report.started:
-        waits.setdefault(job.pool, []).append((now - job.submitted_at).total_seconds())
-    usage = {pool.pool: pool for pool in report.usage.pools} if report.usage is not None else {}
+        waits.setdefault(job.where.pool, []).append((now - job.submitted_at).total_seconds())
+    usage = {pool.pool: pool for pool in report.summary.pools} if report.summary is not None else {}
     depth = reconciliation.pending_by_pool if reconciliation is not None else {}
     for pool in sorted(set(waits) | set(depth) | set(usage)):
         per_pool = EphemeralMetrics(namespace=namespace, service="smq")
@@ -48,7 +48,7 @@ def record_pool_metrics(
             if capacity is not None:
                 per_pool.add_metric(name="PoolCapacity", unit=MetricUnit.Count, value=capacity)
         per_pool.flush_metrics()
-    for instance_type, rate in sorted(report.usage.spot_rates.items() if report.usage is not None else ()):
+    for instance_type, rate in sorted(report.summary.spot_rates.items() if report.summary is not None else ()):
         per_type = EphemeralMetrics(namespace=namespace, service="smq")
         per_type.add_dimension(name="instance_type", value=instance_type)
         per_type.add_metric(name="SpotInterruptionRate", unit=MetricUnit.Count, value=rate)

@@ -56,7 +56,7 @@ def timeline_view(item: TimelineAttempt) -> dict[str, Any]:
         "job_id": job.job_id,
         "state": str(job.state),
         "priority": job.priority,
-        "pool": job.pool,
+        "pool": job.where.pool,
         "demand": dict(job.demand),
         "owner": job.owner,
         "team": job.team,

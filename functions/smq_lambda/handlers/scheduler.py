@@ -264,5 +264,5 @@ def _record(report: PassReport, job_errors: list[str], reconciliation: Reconcili
     metrics.add_metric(name="StuckJobs", unit=MetricUnit.Count, value=report.stuck)
     metrics.add_metric(name="InvariantViolations", unit=MetricUnit.Count, value=len(report.invariant_violations))
     record_pool_metrics(report, reconciliation, _now(), NAMESPACE)
-    record_team_metrics(report.usage, NAMESPACE)
+    record_team_metrics(report.summary, NAMESPACE)
     record_estimate_metrics(report.start_accuracy, NAMESPACE)

@@ -1,5 +1,5 @@
 """Per team and pool metrics of a scheduling pass (dimensions `team` and `pool`, as the per-pool
-metrics have `pool`), from the team measures the pass published (service/team_measures.py):
+metrics have `pool`), from the team measures of the pass summary (service/team_measures.py):
 
 * TeamInUse: instances the team's live jobs hold;
 * TeamBorrowed: instances it holds beyond its quota;
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 if TYPE_CHECKING:
-    from smq_lambda.pool_usage import PoolUsageReport
+    from smq_lambda.pass_summary import PassSummary
 
 
-def record_team_metrics(usage: PoolUsageReport | None, namespace: str) -> None:
+def record_team_metrics(summary: PassSummary | None, namespace: str) -> None:
     """One EMF record per team and pool, written at once."""
-    for measure in usage.teams if usage is not None else ():
+    for measure in summary.teams if summary is not None else ():
         metrics = EphemeralMetrics(namespace=namespace, service="smq")
         metrics.add_dimension(name="team", value=measure.team)
         metrics.add_dimension(name="pool", value=measure.pool)

@@ -54,14 +54,14 @@ def job_view(entry: PositionedJob, *, with_request: bool = False) -> dict[str, A
     SageMaker (up to 256 KB, so only GET /jobs/{name}?include=request carries it)."""
     job = entry.job
     attempt = job.current_attempt
-    selected = job.selected
+    selected = job.where.selected
     view: dict[str, Any] = {
         "name": job.name,
         "job_id": job.job_id,
         "state": str(job.state),
         "priority": job.priority,
-        "pool": job.pool,
-        "instances": job.instances,
+        "pool": job.where.pool,
+        "instances": job.where.instances,
         "demand": dict(job.demand),
         "owner": job.owner,
         "team": job.team,

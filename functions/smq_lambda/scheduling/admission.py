@@ -30,6 +30,7 @@ from enum import Enum
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import backfill, borrowing, gates, nomination, placement, verdicts, warm_supply
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState
 
 
@@ -42,10 +43,10 @@ class Later(Enum):
     """Behind its team's waiting head, where another team lends: the backfill phase, after the borrowers."""
 
 
-def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, list[Job]]:
+def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, list[Candidate]]:
     """Walk `pending` in queue order, deciding each job or leaving it, in order, to the phase named:
     one match over its verdict (`verdicts`), at the placement chosen for it."""
-    later: dict[Later, list[Job]] = {Later.BORROW: [], Later.BACKFILL: []}
+    later: dict[Later, list[Candidate]] = {Later.BORROW: [], Later.BACKFILL: []}
     borrowers: set[str] = set()
     for waiting in pending:
         if gates.set_aside(state, waiting):
@@ -53,7 +54,7 @@ def admit_within_quota(state: PassState, pending: Sequence[Job]) -> dict[Later, 
         placed = placement.place(state, waiting)
         if placed is None:
             continue
-        job = placed.job
+        job = placed.candidate
         team = state.ledger.team(job)
         lent_to = state.ledger.lent_to(team, job.demand)
         match placed.verdict or verdicts.assess_now(state, job):

@@ -17,12 +17,12 @@ borrowing rules (`PassState.why_not_borrow`); a borrowing one is reclaimed as an
 
 from __future__ import annotations
 
-from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import borrowing, nomination, quota_reasons, reasons, room, verdicts
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState, limited
 
 
-def backfill(state: PassState, job: Job) -> None:
+def backfill(state: PassState, job: Candidate) -> None:
     """Decide `job`, left by the walk until the borrowers were decided: behind its team's heads
     still waiting, or as a head itself where they all started."""
     if (verdict := verdicts.behind(state, job)) is not None:
@@ -32,7 +32,7 @@ def backfill(state: PassState, job: Job) -> None:
     borrowing.borrow(state, job)
 
 
-def behind_head(state: PassState, job: Job, verdict: verdicts.Behind) -> None:
+def behind_head(state: PassState, job: Candidate, verdict: verdicts.Behind) -> None:
     """Apply `job`'s `Behind` verdict: it waits behind its team's heads of the pools they block."""
     team = state.ledger.team(job)
     allowed = state.config.backfill
@@ -50,7 +50,7 @@ def behind_head(state: PassState, job: Job, verdict: verdicts.Behind) -> None:
         state.ledger.take(job.demand, team)
     elif allowed and starts:
         head = state.team_heads[team][stuck[0]]
-        state.admit(job, backfill=True, reason=_reason(state, job, head, room.pool_shortfall(state, head)))
+        state.admit(job, backfill=True, reason=_reason(state, job, head, room.pool_lack(state, head)))
     elif allowed:
         _make_room_to_backfill(state, job, state.team_heads[team][stuck[0]])
     else:
@@ -58,14 +58,14 @@ def behind_head(state: PassState, job: Job, verdict: verdicts.Behind) -> None:
         state.stuck[team].update(limited(job.demand, state.ledger))
 
 
-def _reason(state: PassState, job: Job, head: Job, head_shortfall: dict[str, int] | None) -> str:
-    """Why `job` is backfilled behind `head`: stuck (`head_shortfall`, what it lacks even after the
+def _reason(state: PassState, job: Candidate, head: Candidate, head_lacks: dict[str, int] | None) -> str:
+    """Why `job` is backfilled behind `head`: stuck (`head_lacks`, what it lacks even after the
     stops in flight), or waiting only for instances kept for it (None)."""
     views = room.views(state, job.demand)
     if room.whole(state, job):
-        if head_shortfall is None:
+        if head_lacks is None:
             return reasons.beside_reserved(views, head.name)
-        return reasons.backfill(views, head.name, head_shortfall)
+        return reasons.backfill(views, head.name, head_lacks)
     team = state.ledger.team(job)
     beyond = state.ledger.beyond_quota(team, job.demand)
     if beyond:
@@ -76,7 +76,7 @@ def _reason(state: PassState, job: Job, head: Job, head_shortfall: dict[str, int
     return quota_reasons.backfill_within_quota(team, views, quotas, head.name)
 
 
-def _make_room_to_backfill(state: PassState, job: Job, head: Job) -> None:
+def _make_room_to_backfill(state: PassState, job: Candidate, head: Candidate) -> None:
     """`job` waits behind a stuck head and cannot start: jobs of its team it outranks are stopped
     so that it can be backfilled once they are gone. They rank below the head too, so their
     instances would not have let the head start."""

@@ -27,13 +27,14 @@ from datetime import datetime
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import quota_reasons, reasons, room
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.nomination import admit_or_make_room, make_room
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
 
 
-def by_fair_share(state: PassState, borrowers: Sequence[Job]) -> list[Job]:
-    def share(job: Job) -> tuple[float, float, tuple[int, datetime, str]]:
+def by_fair_share(state: PassState, borrowers: Sequence[Candidate]) -> list[Candidate]:
+    def share(job: Candidate) -> tuple[float, float, tuple[int, datetime, str]]:
         team = state.ledger.team(job)
         weight = state.config.teams.weight(team, state.config.pools)
         return (state.team_usage.get(team, 0.0) / weight, state.ledger.held_share(team), job.order)
@@ -41,7 +42,7 @@ def by_fair_share(state: PassState, borrowers: Sequence[Job]) -> list[Job]:
     return sorted(borrowers, key=share)
 
 
-def borrow(state: PassState, job: Job) -> None:
+def borrow(state: PassState, job: Candidate) -> None:
     """Decide a team's first job beyond its quota."""
     if state.regated(job):
         return
@@ -74,7 +75,7 @@ def borrow(state: PassState, job: Job) -> None:
     make_room(state, job, released_for_it=waits)
 
 
-def _preempted_reason(job: Job, team: str, lacks: Mapping[str, int], *, whole: bool) -> Callable[[Job], str]:
+def _preempted_reason(job: Candidate, team: str, lacks: Mapping[str, int], *, whole: bool) -> Callable[[Job], str]:
     def reason(target: Job) -> str:
         if whole:
             return reasons.preempted(job.name, job.priority, target.priority, lacks, reclaimed=target.is_backfill)
@@ -83,7 +84,7 @@ def _preempted_reason(job: Job, team: str, lacks: Mapping[str, int], *, whole: b
     return reason
 
 
-def own_room(state: PassState, job: Job) -> tuple[dict[str, int], dict[str, int]]:
+def own_room(state: PassState, job: Candidate) -> tuple[dict[str, int], dict[str, int]]:
     """What `job`'s own team must stop for it (by priority), and what it then waits for its team to
     give back. Within its quota, or when its team may go on borrowing what it holds (a swap inside
     the team), the instances it lacks once the stops in flight land; beyond its borrow limit, what

@@ -6,7 +6,7 @@ starts only while
 
     spent + committed + estimate <= B
 
-where `spent` is T's recorded spend this UTC month (the cost ledger's day totals, ended attempts),
+where `spent` is T's recorded spend this UTC month (the cost records' day totals, ended attempts),
 `committed` is what T's live jobs will cost: a starting or running job its estimated cost, or what
 it has accrued when that is more (it overran its estimate); a job being stopped what it has
 accrued; and the estimate of each job this pass already admitted for T. `estimate` is the job's own
@@ -25,7 +25,7 @@ its running jobs above its budget, and never above it when their estimates are c
   it costs still counts against its team.
 * Unpriced types never count as free: a job of a held team that uses an instance type with no
   price is held, its reason naming the type. Live jobs on unpriced types add nothing (their cost
-  is unknown, as it is to the ledger once they end).
+  is unknown, as it is to the cost records once they end).
 * `warn` budgets and teams without a budget are never held (see service/budget_warnings.py).
 
 Pure: a `BudgetBook` is built per pass from the snapshot and dropped with it.
@@ -146,7 +146,7 @@ class BudgetBook:
         spent, committed = self._spent.get(team, 0.0), self._committed.get(team, 0.0)
         if estimate is not None and spent + committed + estimate.usd <= budget.monthly_usd:
             return None
-        types = job.instance_types if at is None else {at.instance_type: at.count}
+        types = job.where.instance_types if at is None else {at.instance_type: at.count}
         unpriced = tuple(sorted(pool for pool in types if pool not in self._prices))
         return BudgetHold(team, budget.monthly_usd, spent, committed, estimate, unpriced, next_month_start(self._now))
 

@@ -40,6 +40,7 @@ from smq_lambda.domain.config.teams import held_in_pools, lent_by
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import LIVE_STATES, RELEASING_STATES
 from smq_lambda.domain.warm.warm_pools import WarmPool
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 
 
@@ -99,13 +100,13 @@ class Ledger:
 
     def fits(self, demand: Mapping[str, int]) -> bool:
         """Every pool has the instances free right now (a heterogeneous job needs all of them)."""
-        return all(self.shortfall(pool, count, counting_releasing=False) <= 0 for pool, count in demand.items())
+        return all(self.lack(pool, count, counting_releasing=False) <= 0 for pool, count in demand.items())
 
     def fits_once_released(self, demand: Mapping[str, int]) -> bool:
         """Every pool will have the instances once the stops already in flight land."""
-        return all(self.shortfall(pool, count, counting_releasing=True) <= 0 for pool, count in demand.items())
+        return all(self.lack(pool, count, counting_releasing=True) <= 0 for pool, count in demand.items())
 
-    def shortfall(self, pool: str, count: int, *, counting_releasing: bool) -> int:
+    def lack(self, pool: str, count: int, *, counting_releasing: bool) -> int:
         """Instances of `pool` missing for `count` (≤ 0 when they are there)."""
         free = self.free(pool)
         if free is None:
@@ -114,7 +115,7 @@ class Ledger:
 
     # Teams
 
-    def team(self, job: Job) -> str:
+    def team(self, job: Job | Candidate) -> str:
         return self._teams.team_of(job.team)
 
     def quota(self, team: str, pool: str) -> int | None:

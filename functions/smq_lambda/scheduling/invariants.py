@@ -143,7 +143,7 @@ def _one_placement(after: _After, config: SchedulerConfig) -> list[Violation]:
     violations = []
     for name in sorted(after.held):
         job, start = after.jobs[name], after.starts.get(name)
-        placement = start.placement if start is not None else job.selected
+        placement = start.placement if start is not None else job.where.selected
         if placement is None:
             if start is not None and len(job.demand) == 1:
                 violations.append(Violation(Invariant.ONE_PLACEMENT, name, "started without a placement"))
@@ -160,7 +160,7 @@ def _placement_problems(job: Job, placement: Placement, config: SchedulerConfig,
     problems = []
     if not started and dict(job.demand) != placement.demand:
         problems.append(f"the queue counts {dict(job.demand)}, not its placement")
-    own = {(p.instance_type, p.count) for p in job.placements} or {(job.pool, job.instances)}
+    own = {(p.instance_type, p.count) for p in job.placements} or {(job.where.pool, job.where.instances)}
     if started and (placement.instance_type, placement.count) not in own:
         problems.append(f"not one of the job's own placements {sorted(own)}")
     if placement.spot and not job.purchase.spot:

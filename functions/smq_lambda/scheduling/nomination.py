@@ -22,11 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.scheduling import quota_reasons, reasons, room, verdicts
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import select_targets
 
 
-def admit_or_make_room(state: PassState, job: Job) -> None:
+def admit_or_make_room(state: PassState, job: Candidate) -> None:
     """`job` is within its team's quota: it starts when the instances its team may use cover it,
     else room is made for it."""
     if room.lack(state, job):
@@ -35,7 +36,7 @@ def admit_or_make_room(state: PassState, job: Job) -> None:
         admit_fitting(state, job)
 
 
-def admit_fitting(state: PassState, job: Job) -> None:
+def admit_fitting(state: PassState, job: Candidate) -> None:
     """Start `job`, whose verdict is `Fit`: the instances its team may use cover it within its quota."""
     team = state.ledger.team(job)
     views = room.views(state, job.demand)
@@ -49,7 +50,7 @@ def admit_fitting(state: PassState, job: Job) -> None:
 
 def make_room(
     state: PassState,
-    job: Job,
+    job: Candidate,
     released_for_it: Mapping[str, int] | None = None,
     verdict: verdicts.MakeRoom | None = None,
 ) -> None:
@@ -69,14 +70,14 @@ def make_room(
     if found.reclaim:
         _reclaim(state, job, team, found.targets)
     elif found.targets:
-        shortfall = room.lack(state, job, counting_releasing=True)
-        state.preempt(found.targets, job, _preempted_reason(job, shortfall))
+        lacks = room.lack(state, job, counting_releasing=True)
+        state.preempt(found.targets, job, _preempted_reason(job, lacks))
     if state.is_first(job):
         state.explain(job, _awaiting_release(state, job, released_for_it or {}))
     state.ledger.keep(team, job.demand)
 
 
-def _no_room(state: PassState, job: Job, team: str) -> str:
+def _no_room(state: PassState, job: Candidate, team: str) -> str:
     """Why no room can be made for `job`: the first pool it lacks, and the jobs protected there."""
     short = next(iter(room.lack(state, job, counting_releasing=True)))
     view = room.view(state, short, job.demand[short])
@@ -86,14 +87,14 @@ def _no_room(state: PassState, job: Job, team: str) -> str:
     return quota_reasons.no_room_within_quota(team, view)
 
 
-def _preempted_reason(job: Job, shortfall: Mapping[str, int]) -> Callable[[Job], str]:
+def _preempted_reason(job: Candidate, lacks: Mapping[str, int]) -> Callable[[Job], str]:
     def reason(target: Job) -> str:
-        return reasons.preempted(job.name, job.priority, target.priority, shortfall, reclaimed=target.is_backfill)
+        return reasons.preempted(job.name, job.priority, target.priority, lacks, reclaimed=target.is_backfill)
 
     return reason
 
 
-def _awaiting_release(state: PassState, job: Job, released_for_it: Mapping[str, int]) -> str:
+def _awaiting_release(state: PassState, job: Candidate, released_for_it: Mapping[str, int]) -> str:
     if room.whole(state, job):
         return reasons.awaiting_release(room.short_views(state, job.demand))
     waits = room.lack(state, job)
@@ -104,19 +105,19 @@ def _awaiting_release(state: PassState, job: Job, released_for_it: Mapping[str, 
     return quota_reasons.awaiting_release(team, waits, borrowing=borrowing)
 
 
-def preempt_for_priority(state: PassState, job: Job, shortfall: Mapping[str, int]) -> int | None:
-    """Stop the fewest live jobs of `job`'s team it may preempt that cover `shortfall`. None when
+def preempt_for_priority(state: PassState, job: Candidate, lacks: Mapping[str, int]) -> int | None:
+    """Stop the fewest live jobs of `job`'s team it may preempt that cover `lacks`. None when
     done; when even all of them would not cover it, nothing is stopped and the count of the jobs
     the preemption rules protected is returned."""
     candidates, protected = room.priority_candidates(state, job)
-    targets = select_targets(shortfall, candidates)
+    targets = select_targets(lacks, candidates)
     if targets is None:
         return protected
-    state.preempt(targets, job, _preempted_reason(job, shortfall))
+    state.preempt(targets, job, _preempted_reason(job, lacks))
     return None
 
 
-def _reclaim(state: PassState, job: Job, team: str, targets: Sequence[Job]) -> None:
+def _reclaim(state: PassState, job: Candidate, team: str, targets: Sequence[Job]) -> None:
     def reason(target: Job) -> str:
         owner = state.ledger.team(target)
         pools = [pool for pool in target.demand if state.ledger.borrowing(owner, pool) > 0]

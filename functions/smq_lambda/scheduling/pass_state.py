@@ -9,12 +9,13 @@ from datetime import datetime
 from typing import Protocol
 
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling import quota_reasons, reasons
 from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, StartJob
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.holds import Held, HoldKind
+from smq_lambda.scheduling.preemption import last_preemption_note
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
 
@@ -51,9 +52,9 @@ class PassState:
         self.features = features
         self.team_usage = snapshot.team_usage
         self.actions: list[Action] = []
-        self.heads: dict[str, Job] = {}
+        self.heads: dict[str, Candidate] = {}
         """Per blocked pool, the first job that waits for it."""
-        self.team_heads: defaultdict[str, dict[str, Job]] = defaultdict(dict)
+        self.team_heads: defaultdict[str, dict[str, Candidate]] = defaultdict(dict)
         """Per team and pool, the team's first waiting job (without quotas, the one group's are `heads`)."""
         self.stuck: defaultdict[str, set[str]] = defaultdict(set)
         """Per team, the pools where its waiting head has no room even by preemption: its later jobs
@@ -64,9 +65,6 @@ class PassState:
         """Jobs whose reason this pass wrote, or found current: the read side shows it as it is."""
         self.held: dict[str, HoldKind] = {}
         """Jobs a gate set aside in this pass, by its kind (scheduling/gates.py)."""
-        self.placed: dict[str, tuple[int, Placement]] = {}
-        """Per flexible job decided in this pass, the placement the placement phase chose for it
-        (numbered from 1 in the job's order): where it starts, if it does."""
         self.warm = WarmBook(held_warm_pools(snapshot))
         """The warm pools held, reused and ended in this pass (`warm_pools`)."""
 
@@ -74,16 +72,16 @@ class PassState:
         """The first feature gate that holds `job` at `placement` now, or None."""
         return next((held for feature in self.features if (held := feature.gate(self, job, placement))), None)
 
-    def regated(self, job: Job) -> bool:
-        """A feature gate holds `job`, at the placement the pass chose for it, when a later phase
-        decides it (the walk asked the gates already; starts since then count, against a budget
-        say): it is held, explained, blocks nothing and nothing is stopped for it."""
-        held = self.feature_gate(job, self.chosen(job))
+    def regated(self, candidate: Candidate) -> bool:
+        """A feature gate holds `candidate` when a later phase decides it (the walk asked the gates
+        already; starts since then count, against a budget say): it is held, explained, blocks
+        nothing and nothing is stopped for it."""
+        held = self.feature_gate(candidate.job, candidate.placement)
         if held is not None:
-            self.hold(job, held)
+            self.hold(candidate, held)
         return held is not None
 
-    def hold(self, job: Job, held: Held) -> None:
+    def hold(self, job: Job | Candidate, held: Held) -> None:
         """Set `job` aside by a gate: explained, it heads no pool."""
         self.held[job.name] = held.kind
         self.explain(job, held.reason)
@@ -94,31 +92,30 @@ class PassState:
         """The jobs a hold budget set aside (`Decision.budget_held`)."""
         return frozenset(name for name, kind in self.held.items() if kind is HoldKind.BUDGET)
 
-    def chosen(self, job: Job) -> Placement | None:
-        """The placement the pass chose for a flexible `job`, else its own (None: instance groups)."""
-        placed = self.placed.get(job.name)
-        return job.own_placement if placed is None else placed[1]
-
-    def admit(self, job: Job, *, reason: str, backfill: bool = False) -> None:
+    def admit(self, job: Candidate, *, reason: str, backfill: bool = False) -> None:
         """Start `job`: it takes its instances and holds back nothing. With quotas a later phase may
         admit a job after others of its team started in this pass: when a feature gate holds it then
         (its team's hold budget no longer covers it), it is held instead (and holds back nothing)."""
         if self.regated(job):
             return
         team = self.ledger.team(job)
-        chosen = self.chosen(job)
-        index, placed = self.placed.get(job.name, (0, None))
-        if placed is not None:
-            reason = f"{reason}; {reasons.placed(index, len(job.placements), placed.describe())}"
+        if job.index and job.placement is not None:
+            reason = f"{reason}; {reasons.placed(job.index, len(job.job.placements), job.placement.describe())}"
         self.actions.append(
-            StartJob(job.name, job.next_attempt_number, self._aged(job, reason), backfill=backfill, placement=chosen)
+            StartJob(
+                job.name,
+                job.job.next_attempt_number,
+                self._aged(job, reason),
+                backfill=backfill,
+                placement=job.placement,
+            )
         )
         for feature in self.features:
-            feature.admitted(self, job, chosen)
+            feature.admitted(self, job.job, job.placement)
         self.ledger.take(job.demand, team)
         self._unhead(job)
 
-    def _unhead(self, job: Job) -> None:
+    def _unhead(self, job: Job | Candidate) -> None:
         """`job` no longer waits: it heads no pool, of the pool or of its team."""
         team = self.ledger.team(job)
         for pool in job.demand:
@@ -127,24 +124,24 @@ class PassState:
             if self.heads.get(pool) is job:
                 del self.heads[pool]
 
-    def wait(self, job: Job) -> None:
+    def wait(self, job: Candidate) -> None:
         """`job` waits: it heads every limited pool (of the pool and of its team) not yet headed."""
         team = self.ledger.team(job)
         for pool in limited(job.demand, self.ledger):
             self.team_heads[team].setdefault(pool, job)
             self.heads.setdefault(pool, job)
 
-    def blocked(self, job: Job) -> list[str]:
+    def blocked(self, job: Candidate) -> list[str]:
         """The pools of `job` where an earlier job of its team waits."""
         heads = self.team_heads[self.ledger.team(job)]
         return [pool for pool in job.demand if pool in heads]
 
-    def is_first(self, job: Job) -> bool:
+    def is_first(self, job: Candidate) -> bool:
         """`job` is its team's first waiting job of one of its pools: only its reason is written."""
         heads = self.team_heads[self.ledger.team(job)]
         return any(heads.get(pool) is job for pool in job.demand)
 
-    def explain(self, job: Job, reason: str) -> None:
+    def explain(self, job: Job | Candidate, reason: str) -> None:
         """`job`'s reason is `reason` as of this pass (`explained`), written when it changed."""
         self.explained.add(job.name)
         reason = self._aged(job, reason)
@@ -153,26 +150,19 @@ class PassState:
         if reason != job.reason:
             self.actions.append(ExplainWait(job.name, reason))
 
-    def _aged(self, job: Job, reason: str) -> str:
+    def _aged(self, job: Job | Candidate, reason: str) -> str:
         """The reason with what a pass adds to any: the job's aging, and a team tag that names no
         configured team (the job runs as unassigned)."""
         reason = quota_reasons.noting_team(reason, job.team, self.config.teams)
         suffix = self.suffixes.get(job.name)
         return reason if suffix is None else f"{reason}; {suffix}"
 
-    def preempt(self, targets: Sequence[Job], for_job: Job, reason_for: Callable[[Job], str]) -> None:
+    def preempt(self, targets: Sequence[Job], for_job: Candidate, reason_for: Callable[[Job], str]) -> None:
         """Stop `targets` for `for_job`; their instances count as on their way back from now on."""
-        limit = self.config.preemption.max_preemptions
         for target in targets:
             attempt = target.current_attempt
             assert attempt is not None, "preemption candidates have an attempt"
-            times = target.attempt_outcomes.get(AttemptOutcome.PREEMPTED, 0) + 1
-            note = None
-            if limit is not None and times == limit:
-                note = (
-                    f"preempted {times} times (max_preemptions {limit}): from now on stopped only to give back "
-                    f"capacity it borrowed, never for priority"
-                )
+            note = last_preemption_note(target, self.config.preemption)
             self.actions.append(PreemptJob(target.name, attempt.number, for_job.name, reason_for(target), note))
             del self.live[target.name]
         self.ledger.release(targets)

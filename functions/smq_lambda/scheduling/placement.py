@@ -1,7 +1,7 @@
 """The placement phase: where a flexible job runs, decided when the walk reaches it.
 
 A flexible job (domain/placements/placement.py) prefers placements in order. The phase hands the rest of the
-pass the job *at one placement* (the job with that placement's demand), chosen by one rule:
+pass the job *at one placement* (a `Candidate`: the job and that placement), chosen by one rule:
 
 1. the first placement that fits now: no earlier job of its team waits for the pool, and the
    instances its team may use are free, within its quota or as borrowing the borrowing rules allow;
@@ -29,11 +29,12 @@ be placed anew (the trainer resumes at any world size).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.scheduling import gates, plan_windows, reasons, room, verdicts
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.holds import CORE_KINDS, Held
 from smq_lambda.scheduling.pass_state import PassState, limited
 
@@ -42,44 +43,38 @@ from smq_lambda.scheduling.pass_state import PassState, limited
 class Placed:
     """A job the walk goes on to decide, at the placement chosen for it."""
 
-    job: Job
-    """The job at that placement (its demand is the placement's), or itself when it is pinned."""
+    candidate: Candidate
+    """The job at that placement, or at its own when it is pinned."""
     verdict: verdicts.Verdict | None
     """The verdict the placement was chosen by, which the walk applies; None for a pinned job."""
 
 
 def place(state: PassState, job: Job) -> Placed | None:
-    """`job` at the placement the rule chooses (registered with `state`, for its start), `job`
-    itself when it is pinned, or None when it waits in every pool it prefers (decided here)."""
+    """`job` at the placement the rule chooses, at its own when it is pinned, or None when it waits
+    in every pool it prefers (decided here)."""
     if not job.placements:
-        return Placed(job, None)
+        return Placed(Candidate.pinned(job), None)
     options = _usable(state, job)
     if not options:
         return None
-    assessed = [(option, verdicts.assess_now(state, option[2])) for option in options]
+    assessed = [(option, verdicts.assess_now(state, option)) for option in options]
     chosen = _choose(state, assessed)
     if chosen is not None:
-        (index, placement, at), verdict = chosen
-        state.placed[job.name] = (index, placement)
-        return Placed(at, verdict)
+        return Placed(*chosen)
     _wait_everywhere(state, job, [option for option, verdict in assessed if not isinstance(verdict, verdicts.Behind)])
     return None
 
 
-Option = tuple[int, Placement, Job]
-"""A placement numbered from 1 in the job's order, with the job at it."""
-
-
 def _choose(
-    state: PassState, assessed: list[tuple[Option, verdicts.VerdictNow | None]]
-) -> tuple[Option, verdicts.Verdict] | None:
+    state: PassState, assessed: list[tuple[Candidate, verdicts.VerdictNow | None]]
+) -> tuple[Candidate, verdicts.Verdict] | None:
     """Rules 1 to 4 of the module docstring, by the options' verdicts (room is looked for only
     when no option fits now): the option chosen and its verdict; None for rule 5."""
     for option, verdict in assessed:
         if isinstance(verdict, verdicts.FITS_NOW):
             return option, verdict
     for option, verdict in assessed:
-        if verdict is None and isinstance(made := verdicts.room_for(state, option[2]), verdicts.MakeRoom):
+        if verdict is None and isinstance(made := verdicts.room_for(state, option), verdicts.MakeRoom):
             return option, made
     if state.config.backfill:
         for option, verdict in assessed:
@@ -89,19 +84,19 @@ def _choose(
     return behind[0] if len(behind) == len(assessed) else None
 
 
-def _usable(state: PassState, job: Job) -> list[Option]:
+def _usable(state: PassState, job: Job) -> list[Candidate]:
     """The placements no gate holds (`gates.placement_gate`: no larger than their pool nor than its
     team may ever hold there, and that its team's hold budget covers), numbered from 1 in the job's
-    order, each with the job at it. When there is none, the job is held by its first placement's
+    order, each a candidate. When there is none, the job is held by its first placement's
     gate (a feature's, its hold budget's, when the features' gates alone rule them out), and
     blocks nothing."""
-    usable: list[Option] = []
+    usable: list[Candidate] = []
     first: Held | None = None
     by_feature: Held | None = None
     for index, placement in enumerate(job.placements, start=1):
         held = gates.placement_gate(state, job, placement)
         if held is None:
-            usable.append((index, placement, replace(job, demand=placement.demand, warm_key=placement.warm_key)))
+            usable.append(Candidate(job, placement, index))
         elif held.kind not in CORE_KINDS:
             by_feature = by_feature or held
         else:
@@ -111,14 +106,14 @@ def _usable(state: PassState, job: Job) -> list[Option]:
     return usable
 
 
-def _wait_everywhere(state: PassState, job: Job, options: list[Option]) -> None:
+def _wait_everywhere(state: PassState, job: Job, options: list[Candidate]) -> None:
     """No placement of `job` fits or can be made to fit: it heads the pools of `options` and is
     stuck in each; its reason names every placement (those another job waits for included)."""
     team = state.ledger.team(job)
-    for _, _, at in options:
-        state.wait(at)
-        state.stuck[team].update(limited(at.demand, state.ledger))
-    if any(state.is_first(at) for _, _, at in options):
+    for option in options:
+        state.wait(option)
+        state.stuck[team].update(limited(option.demand, state.ledger))
+    if any(state.is_first(option) for option in options):
         state.explain(
             job,
             reasons.no_placement(
@@ -128,7 +123,7 @@ def _wait_everywhere(state: PassState, job: Job, options: list[Option]) -> None:
 
 
 def _why_not(state: PassState, job: Job, index: int, placement: Placement) -> str:
-    at = replace(job, demand=placement.demand)
+    at = Candidate(job, placement, index)
     view = room.view(state, placement.pool_name, placement.count)
     if view.capacity is not None and placement.count > view.capacity:
         if plan_windows.plan_of(state.config, placement.pool_name) is not None:

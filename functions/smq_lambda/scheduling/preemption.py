@@ -31,17 +31,31 @@ from smq_lambda.domain.config.teams import PreemptionRules
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.domain.jobs.states import JobState
+from smq_lambda.scheduling.candidate import Candidate
 
 RECLAIMABLE_STATES = frozenset({JobState.STARTING, JobState.RUNNING})
 """Live states whose instances are not yet on their way back."""
 
 
-def is_reclaimable_by(candidate: Job, head: Job) -> bool:
+def is_reclaimable_by(candidate: Job, head: Job | Candidate) -> bool:
     """A live job may be stopped for `head` when its priority is strictly lower, or when it was
     backfilled and comes after `head` in the queue order (equal priority included)."""
     if candidate.state not in RECLAIMABLE_STATES or candidate.current_attempt is None:
         return False
     return candidate.priority < head.priority or (candidate.is_backfill and candidate.order > head.order)
+
+
+def last_preemption_note(target: Job, rules: PreemptionRules) -> str | None:
+    """What a preemption of `target` notes when it is the last the priority rule may make
+    (`max_preemptions`); None otherwise."""
+    limit = rules.max_preemptions
+    times = target.attempt_outcomes.get(AttemptOutcome.PREEMPTED, 0) + 1
+    if limit is None or times != limit:
+        return None
+    return (
+        f"preempted {times} times (max_preemptions {limit}): from now on stopped only to give back "
+        f"capacity it borrowed, never for priority"
+    )
 
 
 def protection(candidate: Job, now: datetime, rules: PreemptionRules) -> str | None:
@@ -71,42 +85,42 @@ def preemption_order(job: Job) -> tuple[bool, int, float, str]:
     return (not job.is_backfill, job.priority, *least_progress_first(job))
 
 
-def covers(jobs: Iterable[Job], shortfall: Mapping[str, int]) -> bool:
+def covers(jobs: Iterable[Job], lacks: Mapping[str, int]) -> bool:
     """Stopping `jobs` frees at least the missing instances of every short pool."""
-    freed: dict[str, int] = dict.fromkeys(shortfall, 0)
+    freed: dict[str, int] = dict.fromkeys(lacks, 0)
     for job in jobs:
-        for pool in shortfall:
+        for pool in lacks:
             freed[pool] += job.demand.get(pool, 0)
-    return all(freed[pool] >= missing for pool, missing in shortfall.items())
+    return all(freed[pool] >= missing for pool, missing in lacks.items())
 
 
 def select_targets(
-    shortfall: Mapping[str, int],
+    lacks: Mapping[str, int],
     candidates: Iterable[Job],
     order: Callable[[Job], Any] = preemption_order,
     eligible: Callable[[Job, Sequence[Job]], bool] = lambda _job, _chosen: True,
 ) -> Sequence[Job] | None:
-    """The minimal set of candidates, taken in `order`, that covers `shortfall`; None when even
+    """The minimal set of candidates, taken in `order`, that covers `lacks`; None when even
     all of them together would not (then nothing is worth stopping). `eligible`: whether a
     candidate may still be taken beside those already chosen (a reclaim takes no team below its
     quota)."""
-    useful = sorted((job for job in candidates if any(job.demand.get(pool, 0) for pool in shortfall)), key=order)
+    useful = sorted((job for job in candidates if any(job.demand.get(pool, 0) for pool in lacks)), key=order)
     chosen: list[Job] = []
     for job in useful:
-        if covers(chosen, shortfall):
+        if covers(chosen, lacks):
             break
         if eligible(job, chosen):
             chosen.append(job)
-    return minimal(chosen, shortfall)
+    return minimal(chosen, lacks)
 
 
-def minimal(chosen: Sequence[Job], shortfall: Mapping[str, int]) -> Sequence[Job] | None:
+def minimal(chosen: Sequence[Job], lacks: Mapping[str, int]) -> Sequence[Job] | None:
     """`chosen` without the jobs it does not need (walked in reverse: Kueue's add-back step);
-    None when even all of them do not cover `shortfall`."""
-    if not covers(chosen, shortfall):
+    None when even all of them do not cover `lacks`."""
+    if not covers(chosen, lacks):
         return None
     for job in reversed(list(chosen)):
         rest = [other for other in chosen if other is not job]
-        if covers(rest, shortfall):
+        if covers(rest, lacks):
             chosen = rest
     return chosen

@@ -123,7 +123,7 @@ def _pinned(job: Job) -> tuple[Placement, ...]:
     """A pinned job of one instance type as its one placement; () for a heterogeneous job."""
     if len(job.demand) != 1:
         return ()
-    return (Placement(job.pool, job.instances),)
+    return (Placement(job.where.pool, job.where.instances),)
 
 
 def _has_pool(placement: Placement, spot: SpotSection) -> bool:

@@ -47,8 +47,8 @@ def fits(views: Sequence[PoolView]) -> str:
     return "fits: " + "; ".join(_room(view) for view in views)
 
 
-def backfill(views: Sequence[PoolView], head: str, head_shortfall: Mapping[str, int]) -> str:
-    lacks = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in head_shortfall.items())
+def backfill(views: Sequence[PoolView], head: str, head_lacks: Mapping[str, int]) -> str:
+    lacks = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in head_lacks.items())
     return (
         f"backfill: {'; '.join(_room(view) for view in views)}; head {head} cannot start yet (lacks {lacks} "
         f"even after the stops in flight); stopped first when it can start"
@@ -116,8 +116,8 @@ def backoff(until: datetime, cause: str | None) -> str:
     return f"retrying start after {timestamp(until)}"
 
 
-def preempted(head: str, head_priority: int, priority: int, shortfall: Mapping[str, int], *, reclaimed: bool) -> str:
-    needs = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in shortfall.items())
+def preempted(head: str, head_priority: int, priority: int, lacks: Mapping[str, int], *, reclaimed: bool) -> str:
+    needs = " and ".join(f"{count(missing, 'instance')} of {pool}" for pool, missing in lacks.items())
     if reclaimed:
         return f"backfilled; reclaimed by {head}, which is ahead of it in the queue and lacks {needs}"
     return f"preempted for {head} (priority {head_priority} > {priority}), which lacks {needs}"

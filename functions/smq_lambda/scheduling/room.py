@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from smq_lambda.domain.jobs.model import Job
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState, limited
 from smq_lambda.scheduling.preemption import (
     RECLAIMABLE_STATES,
@@ -19,7 +20,7 @@ from smq_lambda.scheduling.reasons import PoolView
 
 
 def lack(
-    state: PassState, job: Job, *, counting_releasing: bool = False, also: Mapping[str, int] | None = None
+    state: PassState, job: Candidate, *, counting_releasing: bool = False, also: Mapping[str, int] | None = None
 ) -> dict[str, int]:
     """Per pool short of it, instances `job` lacks beyond those its team may use (`Ledger.available`),
     beyond those on their way back when `counting_releasing`, and beyond `also` (instances that
@@ -38,16 +39,16 @@ def lack(
     return missing_by_pool
 
 
-def pool_shortfall(state: PassState, job: Job) -> dict[str, int]:
+def pool_lack(state: PassState, job: Candidate) -> dict[str, int]:
     """Instances per pool `job` still lacks once the stops in flight land, whatever its team."""
     return {
         pool: missing
         for pool, count in job.demand.items()
-        if (missing := state.ledger.shortfall(pool, count, counting_releasing=True)) > 0
+        if (missing := state.ledger.lack(pool, count, counting_releasing=True)) > 0
     }
 
 
-def why_not_borrow(state: PassState, job: Job, beyond: Mapping[str, int]) -> str | None:
+def why_not_borrow(state: PassState, job: Candidate, beyond: Mapping[str, int]) -> str | None:
     """The borrowing rule (the borrowing and backfill phases): why `job`, `beyond` its team's quota,
     may not borrow; None when it may (its team borrows, within its borrow limit, and the instances
     its team may use cover it)."""
@@ -72,7 +73,7 @@ def why_not_borrow(state: PassState, job: Job, beyond: Mapping[str, int]) -> str
     return None
 
 
-def priority_candidates(state: PassState, head: Job) -> tuple[list[Job], int]:
+def priority_candidates(state: PassState, head: Candidate) -> tuple[list[Job], int]:
     """Live jobs of `head`'s team that the priority rule lets it stop, and how many more would be
     but are protected (see `preemption.protection`). Without quotas the team is the unassigned
     group: every live job of the queue."""
@@ -88,7 +89,7 @@ def priority_candidates(state: PassState, head: Job) -> tuple[list[Job], int]:
     return candidates, protected
 
 
-def whole(state: PassState, job: Job) -> bool:
+def whole(state: PassState, job: Candidate) -> bool:
     """`job`'s team holds every pool it needs whole (`Ledger.whole`): its reasons name no quota."""
     team = state.ledger.team(job)
     return all(state.ledger.whole(team, pool) for pool in limited(job.demand, state.ledger))
@@ -108,9 +109,9 @@ def short_views(state: PassState, demand: Mapping[str, int]) -> list[PoolView]:
     return [view(state, pool, count) for pool, count in demand.items() if not state.ledger.fits({pool: count})]
 
 
-def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -> Sequence[Job] | None:
+def reclaim_targets(state: PassState, team: str, lacks: Mapping[str, int]) -> Sequence[Job] | None:
     """The jobs of other teams running on borrowed capacity that `team` reclaims to cover
-    `shortfall`; None when they cannot cover it."""
+    `lacks`; None when they cannot cover it."""
     ledger = state.ledger
 
     def still_borrowing(job: Job, chosen: Sequence[Job]) -> bool:
@@ -119,7 +120,7 @@ def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -
             job.demand.get(pool, 0)
             and ledger.borrowing(owner, pool) - sum(c.demand.get(pool, 0) for c in chosen if ledger.team(c) == owner)
             > 0
-            for pool in shortfall
+            for pool in lacks
         )
 
     candidates = [
@@ -127,4 +128,4 @@ def reclaim_targets(state: PassState, team: str, shortfall: Mapping[str, int]) -
         for job in state.live.values()
         if job.state in RECLAIMABLE_STATES and job.current_attempt is not None and ledger.team(job) != team
     ]
-    return select_targets(shortfall, candidates, order=least_progress_first, eligible=still_borrowing)
+    return select_targets(lacks, candidates, order=least_progress_first, eligible=still_borrowing)

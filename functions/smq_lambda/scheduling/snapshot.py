@@ -59,7 +59,7 @@ class Snapshot:
     """Each team's decayed past use in instance-seconds (see `domain.config.teams.decay_usage`): the
     fair share among teams that want to borrow."""
     team_spend: Mapping[str, float] | None = None
-    """Each team's recorded spend this UTC month in dollars (the cost ledger's `team` totals), for
+    """Each team's recorded spend this UTC month in dollars (the cost records' `team` totals), for
     the hold budgets (`budget_hold`); None: spend unknown, and no budget holds any job."""
     prices: Prices = field(default_factory=dict)
     """The prices in force, for the hold budgets' estimates."""
@@ -75,5 +75,5 @@ def held_warm_pools(snapshot: Snapshot) -> tuple[WarmPool, ...]:
     """The snapshot's warm pools that still hold their instances as warm pools: not those a live
     job's attempt started on (its placement names it), whose instances the attempt holds now, until
     SageMaker reports the warm pool reused."""
-    taken = {job.selected.warm_pool for job in snapshot.jobs if job.is_live and job.selected is not None}
+    taken = {job.where.selected.warm_pool for job in snapshot.jobs if job.is_live and job.where.selected is not None}
     return tuple(warm for warm in snapshot.warm_pools if warm.training_job_name not in taken)

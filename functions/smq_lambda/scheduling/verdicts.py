@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling import room
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.preemption import select_targets
 
 
 @dataclass(frozen=True)
 class Behind:
-    head: Job
+    head: Candidate
     starts: bool
 
 
@@ -73,12 +74,12 @@ FITS_NOW = (FitOnWarm, Fit, Borrow)
 """The verdicts of a job that starts now."""
 
 
-def assess(state: PassState, at: Job) -> Verdict:
-    """The verdict on `at` (a job at one placement: its demand is the placement's)."""
+def assess(state: PassState, at: Candidate) -> Verdict:
+    """The verdict on `at`, a job at one placement (`Candidate`)."""
     return assess_now(state, at) or room_for(state, at)
 
 
-def assess_now(state: PassState, at: Job) -> VerdictNow | None:
+def assess_now(state: PassState, at: Candidate) -> VerdictNow | None:
     """The verdicts that need no victim selection; None when `at` would need room made. The
     placement phase asks this of every option first, and `room_for` only when none fits now."""
     team = state.ledger.team(at)
@@ -95,14 +96,14 @@ def assess_now(state: PassState, at: Job) -> VerdictNow | None:
     return None
 
 
-def behind(state: PassState, at: Job) -> Behind | None:
+def behind(state: PassState, at: Candidate) -> Behind | None:
     """`Behind` when an earlier job of its team waits for one of `at`'s pools, else None."""
     if blocked := state.blocked(at):
         return Behind(state.team_heads[state.ledger.team(at)][blocked[0]], _fits_now(state, at))
     return None
 
 
-def on_warm(state: PassState, at: Job) -> FitOnWarm | None:
+def on_warm(state: PassState, at: Candidate) -> FitOnWarm | None:
     """`FitOnWarm` when no earlier job of its team waits for the pool and a warm pool `at` matches,
     with the instances its team may use, covers it within its quota; else None."""
     if at.warm_key is None or state.blocked(at):
@@ -117,26 +118,26 @@ def on_warm(state: PassState, at: Job) -> FitOnWarm | None:
     return FitOnWarm(warm)
 
 
-def room_for(state: PassState, at: Job, *, ending_warm: bool = True) -> MakeRoom | NoFit:
+def room_for(state: PassState, at: Candidate, *, ending_warm: bool = True) -> MakeRoom | NoFit:
     """`MakeRoom` with the jobs stopped for `at` when room can be made for it, else `NoFit`.
     `ending_warm`: the warm pools it does not match count as room (the walk ends them for a head
     within its quota before anything is stopped: `warm_supply.release_for`)."""
-    shortfall = {
+    lacks = {
         pool: left
         for pool, missing in room.lack(state, at, counting_releasing=True).items()
         if (left := missing - (state.warm.endable(at.warm_key, pool) if ending_warm else 0)) > 0
     }
-    if not shortfall:
+    if not lacks:
         return MakeRoom(())
-    reclaimed = room.reclaim_targets(state, state.ledger.team(at), shortfall)
+    reclaimed = room.reclaim_targets(state, state.ledger.team(at), lacks)
     if reclaimed is not None:
         return MakeRoom(reclaimed, reclaim=True)
     candidates, _ = room.priority_candidates(state, at)
-    targets = select_targets(shortfall, candidates)
+    targets = select_targets(lacks, candidates)
     return NoFit() if targets is None else MakeRoom(targets)
 
 
-def _fits_now(state: PassState, at: Job) -> bool:
+def _fits_now(state: PassState, at: Candidate) -> bool:
     """The instances `at`'s team may use cover it now, within its quota or as borrowing."""
     beyond = state.ledger.beyond_quota(state.ledger.team(at), at.demand)
     return not room.lack(state, at) and (not beyond or room.why_not_borrow(state, at, beyond) is None)

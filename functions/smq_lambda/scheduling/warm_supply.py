@@ -4,15 +4,15 @@ it does not match before anything is preempted for it."""
 
 from __future__ import annotations
 
-from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.warm.warm_pools import WarmPool
 from smq_lambda.scheduling import room
 from smq_lambda.scheduling.actions import ReleaseWarmPool
+from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.pass_state import PassState
 from smq_lambda.scheduling.reasons import timestamp
 
 
-def start_on(state: PassState, job: Job, warm: WarmPool) -> None:
+def start_on(state: PassState, job: Candidate, warm: WarmPool) -> None:
     """Rule 1: start `job` on the warm pool it matches (its verdict is `FitOnWarm`), unless a
     feature's gate, its team's hold budget, sets it aside after all."""
     state.ledger.hand_over(warm)
@@ -24,7 +24,7 @@ def start_on(state: PassState, job: Job, warm: WarmPool) -> None:
     state.warm.reused[job.name] = warm
 
 
-def release_for(state: PassState, job: Job) -> None:
+def release_for(state: PassState, job: Candidate) -> None:
     """Rule 2: `job` waits; end the warm pools it does not match where it lacks instances."""
     for pool, missing in room.lack(state, job, counting_releasing=True).items():
         for warm in state.warm.in_pool(pool):

@@ -16,7 +16,7 @@ cost is fixed per pool, whatever the depth of the queue. What it gives up, and s
   scheduler bounds the jobs it tests per cycle (`bf_max_job_test`).
 
 A job that may use several pools (a heterogeneous job's instance groups, a flexible job's
-preferences: `Job.pending_pools`) is listed in each, so it is in every one of those pools' windows
+preferences: `Job.where.pools`) is listed in each, so it is in every one of those pools' windows
 where its place there puts it, and holds back each pool it heads. The store pays for it: one more
 write per other pool on every save of such a job while it is pending (adapters/pending_listing.py).
 

@@ -3,7 +3,7 @@ team's budget (`warn_at`, shares of `monthly_usd`; `warn` and `hold` budgets ali
 the attempt's owner are told, exactly once per team, UTC month and threshold.
 
 A TrainingEndListener, told after the cost recorder (service/cost_recorder.py) has added the
-attempt to the ledger, so the month's totals include it. Several attempt ends may cross a
+attempt to the cost records, so the month's totals include it. Several attempt ends may cross a
 threshold at once (or one end be delivered twice): each claims the threshold's mark with a
 conditional put (`BudgetWarningMarks.claim`) before publishing, and only the claim that set it
 publishes. A publish that fails after the claim is not repeated (the Notifier logs it): a missed
@@ -21,7 +21,7 @@ from smq_lambda.domain.costs.budgets import month_days, month_start
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.governance import notices
-from smq_lambda.ports import BudgetWarningMarks, ConfigSource, CostLedger, Notifier
+from smq_lambda.ports import BudgetWarningMarks, ConfigSource, CostRecords, Notifier
 from smq_lambda.scheduling.budget_hold import budget_team
 
 logger = Logger(service="smq", child=True)
@@ -31,14 +31,14 @@ class BudgetWarnings:
     def __init__(
         self,
         config: ConfigSource,
-        ledger: CostLedger,
+        records: CostRecords,
         marks: BudgetWarningMarks,
         notifier: Notifier | None,
         clock: Callable[[], datetime],
     ) -> None:
         """`notifier` None: no notifications topic, so warnings are only logged."""
         self._config = config
-        self._ledger = ledger
+        self._records = records
         self._marks = marks
         self._notifier = notifier
         self._clock = clock
@@ -50,7 +50,7 @@ class BudgetWarnings:
         if budget is None:
             return
         now = self._clock()
-        spent = self._ledger.totals("team", month_days(now)).get(team)
+        spent = self._records.totals("team", month_days(now)).get(team)
         if spent is None:
             return
         month = f"{month_start(now):%Y-%m}"

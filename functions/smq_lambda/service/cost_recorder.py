@@ -1,14 +1,14 @@
 """What an ended attempt cost, recorded once: the TrainingEndListener that prices each of the
-queue's own attempts when SageMaker reports it ended, adds it to the cost ledger under the job's
+queue's own attempts when SageMaker reports it ended, adds it to the cost records under the job's
 team, owner and cost tags, and publishes the team's spend as a metric.
 
 The report is the training job's final word: its BillableTimeInSeconds (already reduced by the
 managed spot saving) and TrainingTimeInSeconds. A report without either (an event that left them
-out) is completed by DescribeTrainingJob, because the ledger keeps the first record of an attempt
-for good. The ledger counts an attempt once whatever the number of reports (duplicates, the
-reconciliation's), and only that first record publishes the metric. A ledger or price source that
-cannot answer raises, which fails the report; its redelivery records the attempt then. A ledger
-that counted the attempt but left a cost tag pending (CostDimensionsPending) still publishes the
+out) is completed by DescribeTrainingJob, because the cost records keep the first record of an
+attempt for good. They count an attempt once whatever the number of reports (duplicates, the
+reconciliation's), and only that first record publishes the metric. Cost records or a price source
+that cannot answer raise, which fails the report; its redelivery records the attempt then. Cost
+records that counted the attempt but left a cost tag pending (CostDimensionsPending) still publishes the
 spend, once, and raises: the attempt's next report adds the tag.
 """
 
@@ -26,7 +26,7 @@ from smq_lambda.domain.jobs.model import Attempt, Job
 from smq_lambda.domain.sagemaker.training_report import TrainingJobStatus
 from smq_lambda.errors import CostDimensionsPending
 from smq_lambda.governance.policy import IdlePolicy, Policy
-from smq_lambda.ports import ConfigSource, CostLedger, PolicySource, PriceSource, TrainingService
+from smq_lambda.ports import ConfigSource, CostRecords, PolicySource, PriceSource, TrainingService
 
 logger = Logger(service="smq", child=True)
 
@@ -55,7 +55,7 @@ class CostRecorder:
     def __init__(
         self,
         *,
-        ledger: CostLedger,
+        records: CostRecords,
         prices: PriceSource,
         config: ConfigSource,
         clock: Callable[[], datetime],
@@ -65,7 +65,7 @@ class CostRecorder:
     ) -> None:
         """`training` None: reports are taken as they come (no DescribeTrainingJob for missing times).
         `policy` None: the default governance policy's idle window."""
-        self._ledger = ledger
+        self._records = records
         self._prices = prices
         self._config = config
         self._clock = clock
@@ -87,7 +87,7 @@ class CostRecorder:
         )
         groups = cost_groups(job, self._config.load().cost_tags)
         try:
-            recorded = self._ledger.record(cost, groups)
+            recorded = self._records.record(cost, groups)
         except CostDimensionsPending as pending:
             if pending.recorded:
                 self._counted(job, cost, groups["team"])

@@ -1,10 +1,10 @@
 """GET /costs: what the queue's jobs spent, grouped by team, owner or a configured cost tag.
 
-Spend is what ended attempts cost, as the cost ledger recorded it when each ended, summed over
+Spend is what ended attempts cost, as the cost records kept it when each ended, summed over
 whole UTC days: a report reads one aggregate per day asked for, whatever the number of jobs, so it
 costs what its answer holds, not what the table holds. Beside it, what the running jobs have
 accrued since their attempts started (`accruing_usd`): an estimate, priced on demand, that the
-ledger replaces with SageMaker's billed time once each attempt ends.
+cost records replace with SageMaker's billed time once each attempt ends.
 
 Who sees what: everyone the API admits reads spend by team and by tag (quotas and the queue are
 public to them too); by owner, a caller reads apart only the rows of owners whose jobs they may
@@ -32,7 +32,7 @@ from smq_lambda.domain.costs.cost_totals import (
 from smq_lambda.domain.costs.costs import Prices, accrued_cost
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import InvalidRequest
-from smq_lambda.ports import ConfigSource, CostLedger, JobStore, PriceSource
+from smq_lambda.ports import ConfigSource, CostRecords, JobStore, PriceSource
 from smq_lambda.service.queue_api import AccessRulesSource
 
 OWNER = "owner"
@@ -65,7 +65,7 @@ class Accrual:
 
 @dataclass(frozen=True)
 class CostRow:
-    """One group of a report (or its total): the ledger's figures for its ended attempts, and what
+    """One group of a report (or its total): the cost records' figures for its ended attempts, and what
     its running jobs accrue."""
 
     group: str
@@ -92,11 +92,11 @@ class CostReport:
 
 
 class CostReports:
-    """The reports over the ledger and the live jobs; dependencies injected, as QueueService's."""
+    """The reports over the cost records and the live jobs; dependencies injected, as QueueService's."""
 
     def __init__(
         self,
-        ledger: CostLedger,
+        records: CostRecords,
         store: JobStore,
         config: ConfigSource,
         prices: PriceSource,
@@ -106,7 +106,7 @@ class CostReports:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """`admin_principals` and `access_rules` as QueueService's: who may read every owner's row."""
-        self._ledger = ledger
+        self._records = records
         self._store = store
         self._config = config
         self._prices = prices
@@ -122,7 +122,7 @@ class CostReports:
         cost_tags = self._config.load().cost_tags
         check_dimension(by, cost_tags)
         days = report_days(since, now)
-        ended = self._ledger.totals(by, days)
+        ended = self._records.totals(by, days)
         prices = self._prices.in_force()
         accruing = group_accruals(self._store.in_use().live, by, cost_tags, now, prices.prices)
         rows = [
@@ -170,7 +170,7 @@ def total_row(rows: Iterable[CostRow], group: str = "total") -> CostRow:
 
 
 def check_dimension(by: str, cost_tags: Collection[str]) -> None:
-    """A `tag:<key>` dimension is one the ledger aggregates: a configured cost tag."""
+    """A `tag:<key>` dimension is one the cost records aggregate: a configured cost tag."""
     key = by.removeprefix(TAG_DIMENSION_PREFIX)
     if by.startswith(TAG_DIMENSION_PREFIX) and key not in cost_tags:
         configured = ", ".join(f"{TAG_DIMENSION_PREFIX}{tag}" for tag in cost_tags) or "none"

@@ -12,7 +12,7 @@ from smq_lambda.domain.config.teams import held_in_pools
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
 from smq_lambda.domain.warm.warm_pools import WarmPool
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport
+from smq_lambda.pass_summary import PassSummary, PoolMeasure
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service.team_measures import team_measures, waiting_by_group
@@ -30,7 +30,7 @@ def count_stuck(jobs: Iterable[Job], now: datetime, threshold: timedelta = STUCK
     )
 
 
-def pool_usage(
+def pass_summary(
     live: Iterable[Job],
     outside: Mapping[str, int],
     config: SchedulerConfig,
@@ -38,7 +38,7 @@ def pool_usage(
     heads: Mapping[str, str],
     pending: Iterable[Job] = (),
     warm_pools: Iterable[WarmPool] = (),
-) -> PoolUsageReport:
+) -> PassSummary:
     """Every configured pool, then any instance type live jobs or waiting heads use without a pool
     (not the types only jobs outside the queue use): capacity, instances in use (live queue jobs,
     training jobs outside the queue and `warm_pools`), of them the warm ones, and the job that waits
@@ -73,4 +73,4 @@ def pool_usage(
         held_in_pools(held, config.teams),
         waiting_by_group(pending, config.teams, now),
     )
-    return PoolUsageReport(pools=pools, measured_at=now, teams=teams)
+    return PassSummary(pools=pools, measured_at=now, teams=teams)

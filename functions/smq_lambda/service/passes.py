@@ -22,15 +22,15 @@ from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy
 from smq_lambda.governance import notices
 from smq_lambda.governance.notices import NoticeAction
-from smq_lambda.pool_usage import PoolUsageReport
+from smq_lambda.pass_summary import PassSummary
 from smq_lambda.ports import (
     ConfigSource,
-    CostLedger,
+    CostRecords,
     DurationStore,
     InUse,
     JobStore,
     PassLease,
-    PoolUsageBoard,
+    PassSummaries,
     PriceSource,
     SpotInterruptionBook,
     TeamUsageHistory,
@@ -45,7 +45,7 @@ from smq_lambda.scheduling.purchase_options import listed_windows
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
-from smq_lambda.service.pass_measures import count_stuck, pool_usage
+from smq_lambda.service.pass_measures import count_stuck, pass_summary
 from smq_lambda.service.spot_interruptions import rates_for_pass
 from smq_lambda.service.start_estimates import StartEstimates
 from smq_lambda.service.team_usage import TeamUsageKeeper
@@ -72,7 +72,8 @@ class PassReport:
     skipped_busy: bool = False
     job_errors: list[str] = field(default_factory=list)
     stuck: int = 0
-    usage: PoolUsageReport | None = None
+    summary: PassSummary | None = None
+    """What the last pass published (None: no pass ran)."""
     start_accuracy: list[StartAccuracy] = field(default_factory=list)
     """Each job started, measured against the first estimate it was given (see start_estimates.py)."""
     invariant_violations: list[Violation] = field(default_factory=list)
@@ -92,11 +93,11 @@ class Passes:
         lease: PassLease,
         clock: Callable[[], datetime],
         effects: JobEffects,
-        usage_board: PoolUsageBoard | None,
+        pass_summaries: PassSummaries | None,
         stuck_after: timedelta,
         team_usage: TeamUsageHistory | None = None,
         durations: DurationStore | None = None,
-        cost_ledger: CostLedger | None = None,
+        cost_records: CostRecords | None = None,
         prices: PriceSource | None = None,
         spot_interruptions: SpotInterruptionBook | None = None,
         warm_pools: WarmPoolStore | None = None,
@@ -106,11 +107,11 @@ class Passes:
         self._lease = lease
         self._clock = clock
         self._effects = effects
-        self._usage_board = usage_board
+        self._pass_summaries = pass_summaries
         self._stuck_after = stuck_after
         self._team_usage = TeamUsageKeeper(team_usage)
-        self._start_estimates = StartEstimates(durations, usage_board)
-        self._cost_ledger = cost_ledger
+        self._start_estimates = StartEstimates(durations, pass_summaries)
+        self._cost_records = cost_records
         self._prices = prices
         self._spot_interruptions = spot_interruptions
         self._warm_pools = warm_pools
@@ -195,20 +196,20 @@ class Passes:
         report.stuck = count_stuck(final, now, self._stuck_after)
         waiting = [job for job in after.values() if job.state is JobState.PENDING]
         warm_left = held_warm_pools(replace(snapshot, jobs=tuple(final)))
-        usage = pool_usage(final, held.outside, config, now, decision.heads, pending=waiting, warm_pools=warm_left)
-        usage = replace(
-            usage, budget_held=decision.budget_held, explained=decision.explained, spot_rates=snapshot.spot_rates
+        summary = pass_summary(final, held.outside, config, now, decision.heads, pending=waiting, warm_pools=warm_left)
+        summary = replace(
+            summary, budget_held=decision.budget_held, explained=decision.explained, spot_rates=snapshot.spot_rates
         )
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
         if not another:
             left = replace(snapshot, jobs=tuple(after.values()))  # the estimates replay what the pass saw
             # After the actions were applied, off the path of any start or stop.
-            usage = replace(usage, estimates=self._start_estimates.estimate(left, now, config))
+            summary = replace(summary, estimates=self._start_estimates.estimate(left, now, config))
             report.warm_totals = self._warm_pools.totals() if self._warm_pools is not None else None
-        usage, accuracy = self._start_estimates.keep_first(usage, report.started[started_before:])
+        summary, accuracy = self._start_estimates.keep_first(summary, report.started[started_before:])
         report.start_accuracy.extend(accuracy)
-        report.usage = usage
-        self._publish(usage)
+        report.summary = summary
+        self._publish(summary)
         return another
 
     def _check(
@@ -226,12 +227,12 @@ class Passes:
         report.invariant_violations.extend(violations)
 
     def _budget_inputs(self, config: SchedulerConfig, now: datetime) -> tuple[dict[str, float] | None, Prices]:
-        """Each team's spend this month (the ledger's day totals) and the prices in force, read only
-        while some budget holds and the stack keeps a cost ledger and prices; else (None, {}), and
-        no budget holds a job."""
-        if self._cost_ledger is None or self._prices is None or not holds_any(config.budgets):
+        """Each team's spend this month (the cost records' day totals) and the prices in force, read
+        only while some budget holds and the stack keeps cost records and prices; else (None, {}),
+        and no budget holds a job."""
+        if self._cost_records is None or self._prices is None or not holds_any(config.budgets):
             return None, {}
-        totals = self._cost_ledger.totals("team", month_days(now))
+        totals = self._cost_records.totals("team", month_days(now))
         return {team: figures.spend_usd for team, figures in totals.items()}, self._prices.load()
 
     def _pending(
@@ -351,11 +352,11 @@ class Passes:
             return None
         return stored
 
-    def _publish(self, usage: PoolUsageReport) -> None:
-        """Publish the pass's pool usage; a throttled table only delays it to the next pass."""
-        if self._usage_board is None:
+    def _publish(self, summary: PassSummary) -> None:
+        """Publish the pass's summary; a throttled table only delays it to the next pass."""
+        if self._pass_summaries is None:
             return
         try:
-            self._usage_board.publish(usage)
+            self._pass_summaries.publish(summary)
         except ServiceUnavailable as exc:
-            logger.warning("could not publish pool usage; the next pass does", extra={"error": str(exc)})
+            logger.warning("could not publish the pass summary; the next pass does", extra={"error": str(exc)})

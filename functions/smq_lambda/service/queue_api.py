@@ -25,12 +25,12 @@ from smq_lambda.errors import JobConflict, JobNotFound, NotOwner, PolicyViolatio
 from smq_lambda.governance.idle_scope import check_exemption
 from smq_lambda.governance.limits import violations
 from smq_lambda.governance.policy import Policy
-from smq_lambda.pool_usage import PoolUsage
-from smq_lambda.ports import ConfigSource, JobStore, PolicySource, PoolUsageBoard, PriceSource, SchedulerTrigger
+from smq_lambda.pass_summary import PoolUsage
+from smq_lambda.ports import ConfigSource, JobStore, PassSummaries, PolicySource, PriceSource, SchedulerTrigger
 from smq_lambda.scheduling.plan_windows import in_force
 from smq_lambda.service.job_positions import JobPositions, PositionedJob
-from smq_lambda.service.last_pass import with_current_capacity
-from smq_lambda.service.pass_measures import pool_usage
+from smq_lambda.service.pass_measures import pass_summary
+from smq_lambda.service.pass_summary_reader import with_current_capacity
 from smq_lambda.service.quotas import CurrentQuotas, current_quotas
 from smq_lambda.service.submission import SubmissionPolicy, check_priority, last_finished_job_id, new_job
 from smq_lambda.service.submission_tags import check_budget_override
@@ -98,15 +98,16 @@ class QueueService:
         policy: SubmissionPolicy | None = None,
         admin_principals: Collection[str] = frozenset(),
         access_rules: AccessRulesSource | None = None,
-        usage_board: PoolUsageBoard | None = None,
+        pass_summaries: PassSummaries | None = None,
         governance: PolicySource | None = None,
         prices: PriceSource | None = None,
         clock: Callable[[], datetime] = _utcnow,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
         """`admin_principals` are patterns (domain/access/principals.py) of callers that may act on any job,
-        bound by no access rule. `usage_board` is where scheduling passes publish pool usage;
-        without one (or before the first pass) `pools()` counts the table's jobs alone.
+        bound by no access rule. `pass_summaries` is where scheduling passes publish their summaries
+        (pool usage among them); without one (or before the first pass) `pools()` counts the table's
+        jobs alone.
         `governance` is the policy whose tags and limits every submission must keep; None: no policy.
         `prices` price each job's estimated cost; None: every job is unpriced."""
         self._store = store
@@ -115,12 +116,12 @@ class QueueService:
         self._policy = policy or SubmissionPolicy()
         self._admins = tuple(admin_principals)
         self._access_rules = access_rules or _NoRules()
-        self._usage_board = usage_board
+        self._pass_summaries = pass_summaries
         self._governance = governance
         self._prices = prices
         self._clock = clock
         self._new_id = new_id
-        self._positions = JobPositions(store, config, usage_board)
+        self._positions = JobPositions(store, config, pass_summaries)
 
     def submit(self, request: object, caller: str) -> PositionedJob:
         """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, PolicyViolation,
@@ -216,12 +217,12 @@ class QueueService:
         jobs pending in each now (one Select=COUNT Query per pool). A training plan's pool holds its
         instances only while a window is open (scheduling/plan_windows.py)."""
         config = in_force(self._config.load(), self._clock())
-        report = self._usage_board.latest() if self._usage_board is not None else None
-        measured_at = None if report is None else report.measured_at
+        summary = self._pass_summaries.latest() if self._pass_summaries is not None else None
+        measured_at = None if summary is None else summary.measured_at
         held = self._store.in_use()
-        if report is None:
-            report = pool_usage(held.live, held.outside, config, self._clock(), {})
-        measures = with_current_capacity(report, config)
+        if summary is None:
+            summary = pass_summary(held.live, held.outside, config, self._clock(), {})
+        measures = with_current_capacity(summary, config)
         shown = {measure.pool for measure in measures}
         pools = [
             PoolUsage(
@@ -238,24 +239,24 @@ class QueueService:
             pending = self._store.count_pending(pool)
             if pending:
                 pools.append(PoolUsage(pool, config.capacity(pool), 0, pending))
-        spot_rates = {} if measured_at is None else report.spot_rates
+        spot_rates = {} if measured_at is None else summary.spot_rates
         return CurrentPools(pools=pools, measured_at=measured_at, spot_rates=spot_rates)
 
     def quotas(self) -> CurrentQuotas:
         """Each team's share of each pool (service/quotas.py): what the last pass measured, under
         the quotas and capacities configured now, and the pending jobs counted now. Before the first
-        pass, or while the last report predates the quotas, what the live jobs hold is counted from
-        the table by key (`measured_at` None)."""
+        pass, or while the last pass summary predates the quotas, what the live jobs hold is counted
+        from the table by key (`measured_at` None)."""
         config = self._config.load()
-        report = self._usage_board.latest() if self._usage_board is not None else None
-        measured_at = None if report is None else report.measured_at
+        summary = self._pass_summaries.latest() if self._pass_summaries is not None else None
+        measured_at = None if summary is None else summary.measured_at
         if not config.teams.enabled:
             return CurrentQuotas(teams=[], team_tag=config.teams.tag, measured_at=measured_at)
-        if report is None or not report.teams:
+        if summary is None or not summary.teams:
             held = self._store.in_use()
-            report, measured_at = pool_usage(held.live, held.outside, config, self._clock(), {}), None
-        pools = {measure.pool: measure.capacity for measure in with_current_capacity(report, config)}
-        return current_quotas(report, pools, config, self._store, measured_at)
+            summary, measured_at = pass_summary(held.live, held.outside, config, self._clock(), {}), None
+        pools = {measure.pool: measure.capacity for measure in with_current_capacity(summary, config)}
+        return current_quotas(summary, pools, config, self._store, measured_at)
 
     def _load(self, name: str, job_id: str | None = None) -> Job:
         # A name that could never have been queued is unknown without asking the table, which would

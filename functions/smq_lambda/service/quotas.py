@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from smq_lambda.domain.config.teams import UNASSIGNED, Sharing
-from smq_lambda.pool_usage import PoolUsageReport, TeamMeasure
+from smq_lambda.pass_summary import PassSummary, TeamMeasure
 from smq_lambda.ports import JobStore
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 from smq_lambda.service.team_measures import GroupPool, Waiting, team_measures
@@ -43,18 +43,18 @@ class CurrentQuotas:
 
 
 def current_quotas(
-    report: PoolUsageReport,
+    summary: PassSummary,
     pools: dict[str, int | None],
     config: SchedulerConfig,
     store: JobStore,
     measured_at: datetime | None,
 ) -> CurrentQuotas:
-    """The rows for `pools` (pool → capacity now, in the order to show) from what `report` measured."""
+    """The rows for `pools` (pool → capacity now, in the order to show) from what `summary` measured."""
     teams = config.teams
     if not teams.enabled:
         return CurrentQuotas(teams=[], team_tag=teams.tag, measured_at=measured_at)
     held: dict[GroupPool, int] = {}
-    for measure in report.teams:
+    for measure in summary.teams:
         key = (teams.team_of(measure.team), measure.pool)
         held[key] = held.get(key, 0) + measure.in_use
     pending = {key: Waiting(count) for pool in pools for key, count in pending_by_group(store, pool, config).items()}

@@ -17,13 +17,13 @@ from typing import Any
 from smq_lambda.domain.jobs.lifecycle import DEFAULT_RETRY_LIMITS, StartRetryLimits
 from smq_lambda.ports import (
     ConfigSource,
-    CostLedger,
+    CostRecords,
     DurationStore,
     JobStore,
     Notifier,
     PassLease,
+    PassSummaries,
     PolicySource,
-    PoolUsageBoard,
     PriceSource,
     SpotInterruptionBook,
     TeamUsageHistory,
@@ -52,7 +52,7 @@ class SchedulerPorts:
     topic, so the owners' notices (preemption, spot fallback, retry) are only logged. `stack`: this
     stack's name, which tells another smq stack's attempts apart (see report_intake.py).
     `training_end_listeners`: told of each own attempt's end in SageMaker (see ports.py), before the
-    scheduler's own (`listeners`). `cost_ledger` and `prices`: the teams' spend and the prices the
+    scheduler's own (`listeners`). `cost_records` and `prices`: the teams' spend and the prices the
     hold budgets need; without either no budget holds a job (scheduling/budget_hold.py).
     `durations` None: nothing is learned, and start estimates know only tags and
     MaxRuntimeInSeconds; else completions are added to it (service/duration_history.py) and passes
@@ -66,7 +66,7 @@ class SchedulerPorts:
     config: ConfigSource
     lease: PassLease
     clock: Callable[[], datetime]
-    usage_board: PoolUsageBoard | None = None
+    pass_summaries: PassSummaries | None = None
     retry_limits: StartRetryLimits = DEFAULT_RETRY_LIMITS
     stuck_after: timedelta = STUCK_AFTER
     policy: PolicySource | None = None
@@ -75,7 +75,7 @@ class SchedulerPorts:
     notifier: Notifier | None = None
     stack: str | None = None
     training_end_listeners: Sequence[TrainingEndListener] = ()
-    cost_ledger: CostLedger | None = None
+    cost_records: CostRecords | None = None
     prices: PriceSource | None = None
     durations: DurationStore | None = None
     spot_interruptions: SpotInterruptionBook | None = None
@@ -131,10 +131,10 @@ class Scheduler:
             lease=ports.lease,
             clock=ports.clock,
             effects=effects,
-            usage_board=ports.usage_board,
+            pass_summaries=ports.pass_summaries,
             stuck_after=ports.stuck_after,
             team_usage=ports.team_usage,
-            cost_ledger=ports.cost_ledger,
+            cost_records=ports.cost_records,
             prices=ports.prices,
             durations=ports.durations,
             spot_interruptions=ports.spot_interruptions,

@@ -55,4 +55,4 @@ def _instance_type(job: Job, attempt_number: int) -> str:
     attempt = job.attempt(attempt_number)
     if attempt is not None and attempt.placement is not None:
         return attempt.placement.instance_type
-    return next(iter(job.listed_demand))
+    return next(iter(job.where.listed))

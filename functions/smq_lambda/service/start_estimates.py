@@ -4,8 +4,8 @@ Estimates (forecast/estimate.py) are made from the durations learned so far: the
 summaries of the jobs it estimates and no others (service/duration_history.py). A failure costs
 the estimates of that pass, never the pass.
 
-Accuracy: the board keeps, for each job a pass estimated, the first estimate any pass gave it since
-it last waited (`PoolUsageReport.first_estimates`), carried from report to report; when the job
+Accuracy: the pass summaries keep, for each job a pass estimated, the first estimate any pass gave it since
+it last waited (`PassSummary.first_estimates`), carried from summary to summary; when the job
 starts, its start is measured against that estimate (forecast/accuracy.py) for the pass's metrics,
 and the estimate is dropped. A job the passes stop estimating (cancelled, or beyond the windows)
 drops its first estimate with its estimate; a pass that made no estimates carries them all.
@@ -24,8 +24,8 @@ from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.accuracy import StartAccuracy, measure_start
 from smq_lambda.forecast.estimate import estimate_starts, estimated_jobs
 from smq_lambda.forecast.start_estimate import GivenEstimate, StartEstimate
-from smq_lambda.pool_usage import PoolUsageReport
-from smq_lambda.ports import DurationStore, PoolUsageBoard
+from smq_lambda.pass_summary import PassSummary
+from smq_lambda.ports import DurationStore, PassSummaries
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 from smq_lambda.service.duration_history import load_history
 
@@ -33,9 +33,9 @@ logger = Logger(service="smq", child=True)
 
 
 class StartEstimates:
-    def __init__(self, durations: DurationStore | None, board: PoolUsageBoard | None) -> None:
+    def __init__(self, durations: DurationStore | None, summaries: PassSummaries | None) -> None:
         self._durations = durations
-        self._board = board
+        self._summaries = summaries
 
     def estimate(self, snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> dict[str, StartEstimate]:
         """Start estimates for the pending jobs of `snapshot` (bounded: see forecast/estimate.py)."""
@@ -46,8 +46,8 @@ class StartEstimates:
             logger.exception("start estimates failed; this pass publishes none")
             return {}
 
-    def keep_first(self, usage: PoolUsageReport, started: Sequence[Job]) -> tuple[PoolUsageReport, list[StartAccuracy]]:
-        """`usage` with the first estimates carried over from the last report and this one's new
+    def keep_first(self, summary: PassSummary, started: Sequence[Job]) -> tuple[PassSummary, list[StartAccuracy]]:
+        """`summary` with the first estimates carried over from the last summary and this one's new
         ones added; and each started job's start measured against its first estimate."""
         given = dict(self._previous_first())
         accuracy = []
@@ -55,19 +55,19 @@ class StartEstimates:
             attempt = job.current_attempt
             if job.name in given and attempt is not None:
                 accuracy.append(measure_start(given.pop(job.name), attempt.started_at))
-        if usage.estimates:
+        if summary.estimates:
             given = {
-                name: given.get(name) or first_given(estimate, usage.measured_at)
-                for name, estimate in usage.estimates.items()
+                name: given.get(name) or first_given(estimate, summary.measured_at)
+                for name, estimate in summary.estimates.items()
                 if name in given or estimate.at is not None
             }
-        return replace(usage, first_estimates=given), accuracy
+        return replace(summary, first_estimates=given), accuracy
 
     def _previous_first(self) -> dict[str, GivenEstimate]:
-        if self._board is None:
+        if self._summaries is None:
             return {}
         try:
-            previous = self._board.latest()
+            previous = self._summaries.latest()
         except ServiceUnavailable as exc:
             logger.warning("could not read the last first estimates; they start over", extra={"error": str(exc)})
             return {}

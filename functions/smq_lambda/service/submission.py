@@ -26,7 +26,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeGuard
 
@@ -37,24 +37,12 @@ from smq_lambda.domain.jobs.model import (
     Job,
 )
 from smq_lambda.domain.jobs.states import TERMINAL_STATES, JobState
-from smq_lambda.domain.placements.placement import (
-    PLAN_MEMBER,
-    PREFERENCES_MEMBER,
-    Placement,
-    listing_demand,
-    pinned_request,
-)
-from smq_lambda.domain.placements.plan_requests import plan_placements
-from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX, Purchase, purchase_of, spot_pool
-from smq_lambda.domain.sagemaker.instance_groups import RequestedGroup, requested_groups
-from smq_lambda.domain.sagemaker.instance_preferences import (
-    blamed_on_tag,
-    requested_preferences,
-    tag_value_field,
-    with_tagged_preferences,
-)
+from smq_lambda.domain.placements.placement import Placement
+from smq_lambda.domain.placements.purchase import SPOT_POOL_SUFFIX, Purchase, spot_pool
+from smq_lambda.domain.placements.requested_resources import RequestedResources, requested_resources
+from smq_lambda.domain.sagemaker.instance_groups import RequestedGroup
+from smq_lambda.domain.sagemaker.instance_preferences import blamed_on_tag, tag_value_field, with_tagged_preferences
 from smq_lambda.domain.sagemaker.request_shape import Rule, create_training_job_violations
-from smq_lambda.domain.warm.warm_pools import warm_key_of
 from smq_lambda.errors import InvalidRequest, PayloadTooLarge
 from smq_lambda.scheduling.snapshot import SchedulerConfig, UnpooledPolicy
 from smq_lambda.service.submission_tags import broken, check_tags, priority_in_range
@@ -118,14 +106,15 @@ def new_job(
                 raise broken(member, "is required: the queue runs CreateTrainingJob requests on instances")
         _check_role(written["RoleArn"], policy)
         _check_algorithm(written["AlgorithmSpecification"])
-        demand = _check_resources(written, config, now)
+        requested = requested_resources(written, config.training_plans, now)
+        _check_resources(requested, config)
     except InvalidRequest as exc:
         raise blamed_on_tag(exc, tag_field) from None
     tags = check_tags(request.get("Tags", ()), config)
     name: str = written["TrainingJobName"]
 
     job_id = job_id or uuid.uuid4().hex
-    stored = dict(written)
+    stored = dict(written)  # `requested` reads nothing the checkpoint changes (no warm-pool digest names it)
     if "CheckpointConfig" not in request and policy.checkpoint_s3_prefix:
         stored["CheckpointConfig"] = {"S3Uri": checkpoint_uri(policy.checkpoint_s3_prefix, name, job_id)}
     size = len(json.dumps(stored, separators=(",", ":")))
@@ -141,7 +130,7 @@ def new_job(
         state=JobState.PENDING,
         priority=tags.priority,
         submitted_at=now,
-        demand=demand,
+        demand=requested.demand,
         owner=owner,
         version=1,
         reason="queued: waiting for the next scheduling pass",
@@ -152,12 +141,9 @@ def new_job(
         family=tags.family,
         budget_override=tags.budget_override,
         max_runtime_s=_max_runtime(written["StoppingCondition"]),
-        placements=tuple(
-            replace(placement, warm_key=warm_key_of(pinned_request(stored, placement)))
-            for placement in plan_placements(stored, config.training_plans, now)
-        ),
-        purchase=purchase_of(stored),
-        warm_key=warm_key_of(stored),
+        placements=requested.placements,
+        purchase=requested.purchase,
+        warm_key=requested.warm_key,
     )
 
 
@@ -231,21 +217,18 @@ def is_pool_name(value: str) -> bool:
     return is_instance_type(value.removesuffix(SPOT_POOL_SUFFIX))
 
 
-def _check_resources(request: Mapping[str, Any], config: SchedulerConfig, now: datetime) -> dict[str, int]:
-    """The request's demand per instance type, after SageMaker's rules for its instance groups and
-    checking it could ever be met (rule 4); a flexible request's is where it is listed, and a request
-    on a training plan's is in the plan's pool (domain/placements/plan_requests.py)."""
-    if PREFERENCES_MEMBER in request["ResourceConfig"]:
-        return _check_preferences(request, config, now)
-    if PLAN_MEMBER in request["ResourceConfig"]:
-        requested_groups(request)
-        return listing_demand(plan_placements(request, config.training_plans, now))
-    groups = requested_groups(request)
-    heterogeneous = len({group.instance_type for group in groups}) > 1
+def _check_resources(requested: RequestedResources, config: SchedulerConfig) -> None:
+    """Whether the instances the request asks for could ever be met (rule 4); a request on a training
+    plan's were checked against the plan (domain/placements/plan_requests.py)."""
+    if requested.preferences:
+        _check_preferences(requested, config)
+        return
+    if requested.placements:
+        return
     # A heterogeneous spot job counts in its types' own pools (scheduling/purchase_options.py).
-    purchase = Purchase.ON_DEMAND if heterogeneous else purchase_of(request)
+    purchase = Purchase.ON_DEMAND if requested.heterogeneous else requested.purchase
     demand: dict[str, int] = {}
-    for group in groups:
+    for group in requested.groups:
         _check_pool_exists(group, config)
         demand[group.instance_type] = demand.get(group.instance_type, 0) + group.count
         pools = _pools_of(group.instance_type, purchase, config)
@@ -257,7 +240,6 @@ def _check_resources(request: Mapping[str, Any], config: SchedulerConfig, now: d
                 f"{too_small}, so it could never start (a job larger than its pool is refused)"
                 + _on_demand_out_of_reach(group.instance_type, demand[group.instance_type], purchase, config),
             )
-    return demand
 
 
 def _check_pool_exists(group: RequestedGroup, config: SchedulerConfig) -> None:
@@ -270,21 +252,17 @@ def _check_pool_exists(group: RequestedGroup, config: SchedulerConfig) -> None:
     )
 
 
-def _check_preferences(request: Mapping[str, Any], config: SchedulerConfig, now: datetime) -> dict[str, int]:
-    """A flexible request after SageMaker's rules for preferences; refused by rule 4 only when none of
-    its preferences could ever run (the pass never chooses one that cannot, and explains it)."""
-    preferences = requested_preferences(request)
-    placements = plan_placements(request, config.training_plans, now)
-    purchase = purchase_of(request)
+def _check_preferences(requested: RequestedResources, config: SchedulerConfig) -> None:
+    """A flexible request is refused by rule 4 only when none of its preferences could ever run (the
+    pass never chooses one that cannot, and explains it)."""
     why_never = [
-        _why_never(preference, placement, purchase, config)
-        for preference, placement in zip(preferences, placements, strict=True)
+        _why_never(preference, placement, requested.purchase, config)
+        for preference, placement in zip(requested.preferences, requested.placements, strict=True)
     ]
     if all(why_never):
         raise broken(
             "ResourceConfig.InstancePreferences", "could never start the job: " + "; ".join(map(str, why_never))
         )
-    return listing_demand(placements)
 
 
 def _why_never(

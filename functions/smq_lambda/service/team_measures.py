@@ -1,4 +1,4 @@
-"""Each team's share of each pool, as a pass leaves it (the board, the Team* metrics) and as
+"""Each team's share of each pool, as a pass leaves it (the pass summary, the Team* metrics) and as
 GET /quotas shows it: pure functions over what the groups hold and wait for.
 
 Per group (a configured team, or UNASSIGNED) and pool:
@@ -24,7 +24,7 @@ from datetime import datetime
 from smq_lambda.domain.config.teams import Teams, lent_by
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import JobState
-from smq_lambda.pool_usage import TeamMeasure
+from smq_lambda.pass_summary import TeamMeasure
 from smq_lambda.scheduling.aging import waiting_since
 
 GroupPool = tuple[str, str]
@@ -44,7 +44,7 @@ def waiting_by_group(jobs: Iterable[Job], teams: Teams, now: datetime) -> dict[G
     waits: dict[GroupPool, list[float]] = {}
     for job in jobs:
         if job.state is JobState.PENDING:
-            key = (teams.team_of(job.team), job.pool)
+            key = (teams.team_of(job.team), job.where.pool)
             waits.setdefault(key, []).append(max((now - waiting_since(job)).total_seconds(), 0.0))
     return {key: Waiting(len(seconds), max(seconds)) for key, seconds in waits.items()}
 

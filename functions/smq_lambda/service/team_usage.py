@@ -20,7 +20,7 @@ from aws_lambda_powertools import Logger
 from smq_lambda.domain.config.teams import Teams, decay_usage, held_by_team
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.errors import ServiceUnavailable, VersionConflict
-from smq_lambda.pool_usage import TeamUsageRecord
+from smq_lambda.pass_summary import TeamUsageRecord
 from smq_lambda.ports import TeamUsageHistory
 
 logger = Logger(service="smq", child=True)

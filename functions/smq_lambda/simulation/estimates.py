@@ -16,7 +16,7 @@ Two sets of figures for each:
 
 - `submission`: each job's first estimate of each wait: at its submission (the first pass that saw
   it pending), and again when a preempted or fallen-back job waits anew. The live queue measures
-  the same estimate (`PoolUsageReport.first_estimates`); the targets are on these.
+  the same estimate (`PassSummary.first_estimates`); the targets are on these.
 - `passes`: every pending job's estimate at passes at least `every` apart in virtual time
   (SAMPLE_EVERY): how estimates hold as waits go on, a sample of what users see between
   submission and start.

@@ -42,7 +42,7 @@ def test_create_stores_version_one_and_get_returns_it_exactly(subject: Subject) 
     assert loaded is not None
     assert loaded.request == submitted.request
     assert list(loaded.demand) == [P5, G5]
-    assert loaded.pool == P5
+    assert loaded.where.pool == P5
 
 
 def test_attempts_and_times_round_trip(subject: Subject) -> None:

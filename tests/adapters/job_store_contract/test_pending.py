@@ -99,7 +99,7 @@ def test_the_window_holds_summaries_with_what_a_decision_reads_but_no_request_or
     assert summary.not_before is not None and summary.not_before == lived.not_before
     assert summary.start_failures == 1
     assert summary.next_attempt_number == lived.next_attempt_number == MAX_INLINE_ATTEMPTS + 5
-    assert summary.demand == {G5: 2, P5: 1} and summary.pool == G5
+    assert summary.demand == {G5: 2, P5: 1} and summary.where.pool == G5
     assert summary.order == lived.order
     whole = subject.store.get("lived")
     assert whole == lived and whole is not None and whole.request == lived.request

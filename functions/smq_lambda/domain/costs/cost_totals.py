@@ -1,7 +1,7 @@
 """What attempts cost, added up: the figures a cost report shows per group, and the groups (team,
 owner, configured tags) one job's spend counts under. Pure.
 
-Figures only ever add ended attempts, each exactly once (the ledger sees to that), so a total is
+Figures only ever add ended attempts, each exactly once (the cost records see to that), so a total is
 never negative; an unpriced attempt adds no dollars and counts in `unpriced_attempts`, so a
 report can say how much it could not price instead of showing it as free.
 """
@@ -24,14 +24,14 @@ OTHER_OWNERS = "(other owners)"
 """The group of the `owner` dimension that sums the owners a caller may not see apart (only an
 admin sees each): no owner's name, an ARN holds no parentheses."""
 MAX_TAG_GROUPS_PER_DAY = 200
-"""Distinct values of one cost tag the ledger keeps apart per UTC day; later ones count in OTHER, so
+"""Distinct values of one cost tag the cost records keep apart per UTC day; later ones count in OTHER, so
 that a tag with a value per run never fills a day's item (adapters/dynamodb_costs.py)."""
 ELLIPSIS = "…"
 MAX_TAG_GROUP_BYTES = 128
 """The longest cost tag group in UTF-8 (what DynamoDB counts): a longer value (tags allow 256
 characters, of up to 4 bytes each) is cut, ending in '…'."""
 SPEND_KEPT_DAYS = 400
-"""How long recorded spend is kept (the ledger's items expire that long after their day), and so how
+"""How long recorded spend is kept (the cost records' items expire that long after their day), and so how
 far back a cost report may reach: an older day could be partly forgotten."""
 TAG_DIMENSION_PREFIX = "tag:"
 

@@ -68,7 +68,7 @@ def is_spot(job: Job, attempt: Attempt | None = None) -> bool:
 def attempt_instances(job: Job, attempt: Attempt) -> Mapping[str, int]:
     """Instances per instance type `attempt` ran on: its placement's, else the job's."""
     placement = attempt.placement
-    return {placement.instance_type: placement.count} if placement is not None else job.instance_types
+    return {placement.instance_type: placement.count} if placement is not None else job.where.instance_types
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def estimated_cost(
     else the `smq:expected-duration` tag), else its MaxRuntimeInSeconds (SageMaker's default of a
     day when the request names none) as a ceiling, times its instances' hourly rate: at placement
     `at` when given (the one a pass chose), else where it runs or is listed. None when unpriced."""
-    rate = hourly_rate(job.instance_types if at is None else {at.instance_type: at.count}, prices)
+    rate = hourly_rate(job.where.instance_types if at is None else {at.instance_type: at.count}, prices)
     seconds = expected_s if expected_s is not None else job.expected_duration_s
     ceiling = seconds is None
     if seconds is None:
@@ -170,7 +170,7 @@ def accrued_cost(job: Job, now: datetime, prices: Prices) -> float | None:
     """What the job's open attempt has cost so far, billed on demand from its start (an estimate:
     spot bills less, and SageMaker bills from its own start, a little after the queue's). Zero
     without an open attempt; None when unpriced."""
-    rate = hourly_rate(job.instance_types, prices)
+    rate = hourly_rate(job.where.instance_types, prices)
     if rate is None:
         return None
     attempt = job.current_attempt

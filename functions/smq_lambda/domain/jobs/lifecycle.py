@@ -57,7 +57,7 @@ def _advance(job: Job, target: JobState, now: datetime, **changes: Any) -> Job:
     preference again (it may start at any of them)."""
     check_transition(job.state, target)
     if target is JobState.PENDING:
-        changes.setdefault("demand", job.listed_demand)
+        changes.setdefault("demand", job.where.listed)
     return replace(job, state=target, version=job.version + 1, updated_at=now, **changes)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from smq_lambda.domain.jobs.outcomes import AttemptOutcome
 from smq_lambda.domain.jobs.states import LIVE_STATES, JobState
+from smq_lambda.domain.jobs.whereabouts import Whereabouts
 from smq_lambda.domain.placements.placement import Placement, listing_demand, placements_of
 from smq_lambda.domain.placements.purchase import Purchase
 
@@ -156,11 +157,12 @@ class Job:
         """Attempt `number`, when it is still kept in full."""
         return next((attempt for attempt in self.attempts if attempt.number == number), None)
 
-    @property
-    def selected(self) -> Placement | None:
-        """The placement of the current (or last) attempt."""
+    @cached_property
+    def where(self) -> Whereabouts:
+        """Where the job is listed, waits, runs and what it is priced at (domain/jobs/whereabouts.py)."""
         attempt = self.current_attempt
-        return None if attempt is None else attempt.placement
+        selected = None if attempt is None else attempt.placement
+        return Whereabouts.of(self.demand, self.placements, selected, pending=self.state is JobState.PENDING)
 
     @cached_property
     def own_placement(self) -> Placement | None:
@@ -168,45 +170,7 @@ class Job:
         the type's pool; None for a flexible job or one of instance groups."""
         if self.placements or len(self.demand) != 1 or self.state is not JobState.PENDING:
             return None
-        return Placement(self.pool, self.instances, spot=self.purchase.spot)
-
-    @property
-    def listed_demand(self) -> Mapping[str, int]:
-        """Where the job is listed while pending: its demand, or a flexible job's first preference
-        (a pinned spot job placed at a purchase option, in a spot pool, is listed under its type)."""
-        if self.placements:
-            return listing_demand(self.placements)
-        selected = self.selected
-        return self.demand if selected is None else {selected.instance_type: selected.count}
-
-    @property
-    def pending_pools(self) -> tuple[str, ...]:
-        """Every pool the job waits in while pending, the one it is listed under first: each of its
-        instance groups' pools, or each of a flexible job's preferences' pools."""
-        pools = dict.fromkeys(self.listed_demand)
-        pools.update(dict.fromkeys(placement.pool_name for placement in self.placements))
-        return tuple(pools)
-
-    @property
-    def instance_types(self) -> Mapping[str, int]:
-        """Instances per instance type the job needs now (`demand` counts them per pool, which a
-        placement may name otherwise: prices and limits go by instance type)."""
-        selected = self.selected
-        if selected is not None and self.state is not JobState.PENDING:
-            return {selected.instance_type: selected.count}
-        if self.placements:
-            first = self.placements[0]
-            return {first.instance_type: first.count}
-        return self.demand
-
-    @property
-    def pool(self) -> str:
-        """The instance type of the first instance group: the pool the job is listed under."""
-        return next(iter(self.demand))
-
-    @property
-    def instances(self) -> int:
-        return self.demand[self.pool]
+        return Placement(self.where.pool, self.where.instances, spot=self.purchase.spot)
 
     @property
     def current_attempt(self) -> Attempt | None:

@@ -13,7 +13,7 @@ availability, outside the queue's count of each pool. So the request sent for an
 other type, and the pool the queue counted is the pool the job holds. The attempt records its
 placement; `SelectedInstanceType` in the API is that placement's type.
 
-A pending flexible job is listed (in the pending index, `Job.demand`, `Job.pool`) under its first
+A pending flexible job is listed (in the pending index, `Job.demand`, `Job.where.pool`) under its first
 preference; the pass considers every preference (scheduling/placement.py).
 """
 

@@ -1,5 +1,6 @@
-"""What a scheduling pass measured, per pool and per team, as GET /pools, GET /quotas and the
-metrics read it: values the pass publishes (ports.PoolUsageBoard) and the API reads back."""
+"""The pass summary: what a scheduling pass measured, per pool and per team, as GET /pools, GET
+/quotas and the metrics read it, with its start estimates and the jobs it explained; the pass
+publishes it (ports.PassSummaries) and the API reads it back (service/pass_summary_reader.py)."""
 
 from __future__ import annotations
 
@@ -59,8 +60,9 @@ class TeamMeasure:
 
 
 @dataclass(frozen=True)
-class PoolUsageReport:
-    """What one scheduling pass measured, per pool and team, and when; and its start estimates."""
+class PassSummary:
+    """What one scheduling pass measured, per pool and team, and when; its start estimates and the
+    jobs it held or explained."""
 
     pools: tuple[PoolMeasure, ...]
     measured_at: datetime
@@ -74,7 +76,7 @@ class PoolUsageReport:
     """The pending jobs the pass held for their team's budget (their stored reason says why)."""
     explained: frozenset[str] | None = None
     """The jobs whose reason the pass wrote or found current (`Decision.explained`); None in a
-    report written before passes published it."""
+    summary written before passes published it."""
     spot_rates: Mapping[str, float] = field(default_factory=dict)
     """Per instance type, the spot interruptions per hour the pass decided with (adaptive spot only)."""
 

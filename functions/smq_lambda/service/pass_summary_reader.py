@@ -1,5 +1,6 @@
-"""What the last scheduling pass published, read back by the API: the head of each blocked pool,
-the start estimates and the team measures it made, and its pool usage under today's capacities."""
+"""The pass summary (pass_summary.PassSummary) read back by the API: the head of each blocked pool
+the last pass found, the start estimates and the team measures it made, and its pool usage under
+today's capacities."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from datetime import datetime
 from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pass_summary import PassSummary, PoolMeasure, TeamMeasure
 from smq_lambda.scheduling.snapshot import SchedulerConfig
 
 
 @dataclass(frozen=True)
 class EstimatedStart:
-    """A pending job's estimated start (forecast/estimate.py), from the last pass's report."""
+    """A pending job's estimated start (forecast/estimate.py), from the last pass summary."""
 
     at: datetime | None
     assumed: str
@@ -27,21 +28,21 @@ class EstimatedStart:
 
 
 @dataclass(frozen=True)
-class LastPass:
-    """What the last pass found: the first waiting job of each blocked pool (`by_pool`), its start
-    estimates and its team measures."""
+class PassSummaryReader:
+    """The last pass summary as the API reads it: the first waiting job of each blocked pool
+    (`by_pool`), the pass's start estimates and its team measures."""
 
     by_pool: dict[str, str]
     measured_at: datetime
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
     teams: tuple[TeamMeasure, ...] = ()
     explained: frozenset[str] | None = None
-    """The jobs whose reason it wrote or found current (`Decision.explained`); None when its report
+    """The jobs whose reason it wrote or found current (`Decision.explained`); None when its summary
     predates passes publishing them."""
 
     def wrote_reason_of(self, job: Job) -> bool:
         """The job's stored reason is the pass's own (it heads a pool, or the pass explained it);
-        so when the report does not say which jobs the pass explained."""
+        so when the summary does not say which jobs the pass explained."""
         return self.explained is None or job.name in self.explained or job.name in self.by_pool.values()
 
     def current_for(self, job: Job) -> bool:
@@ -76,10 +77,10 @@ class LastPass:
         )
 
 
-def with_current_capacity(report: PoolUsageReport, config: SchedulerConfig) -> list[PoolMeasure]:
+def with_current_capacity(summary: PassSummary, config: SchedulerConfig) -> list[PoolMeasure]:
     """A pass's usage under the capacities configured now (an operator may have changed them since):
     every configured pool, then the unconfigured ones the pass saw in use or awaited."""
-    measured = {usage.pool: usage for usage in report.pools}
+    measured = {usage.pool: usage for usage in summary.pools}
     names = [
         *config.pools,
         *(pool for pool, usage in measured.items() if pool not in config.pools and (usage.in_use or usage.head)),

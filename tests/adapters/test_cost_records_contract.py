@@ -1,4 +1,4 @@
-"""The cost ledger: one contract, run against the in-memory fake and the DynamoDB adapter (moto):
+"""The cost records: one contract, run against the in-memory fake and the DynamoDB adapter (moto):
 each attempt counts exactly once, on its UTC day, under each of its groups; a cost tag's values
 never fill a day, and a tag never keeps the team and owner totals from counting."""
 
@@ -15,7 +15,7 @@ import pytest
 from botocore.stub import Stubber
 from moto.dynamodb.models import DynamoDBBackend
 from smq_lambda.adapters.attribute_values import Item
-from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, FIGURE_CODES, DynamoCostLedger, day_key
+from smq_lambda.adapters.dynamodb_costs import ATTEMPT_PREFIX, FIGURE_CODES, DynamoCostRecords, day_key
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.costs.cost_totals import (
     MAX_TAG_GROUP_BYTES,
@@ -27,10 +27,10 @@ from smq_lambda.domain.costs.cost_totals import (
 from smq_lambda.domain.costs.costs import AttemptCost
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import CostDimensionsPending, ServiceUnavailable
-from smq_lambda.ports import CostLedger, InUse
+from smq_lambda.ports import CostRecords, InUse
 
 from tests.adapters.bounds import ITEM_LIMIT, item_size
-from tests.support.fake_costs import InMemoryCostLedger
+from tests.support.fake_costs import InMemoryCostRecords
 
 DAY = date(2026, 11, 26)
 NOON = datetime(2026, 11, 26, 12, tzinfo=UTC)
@@ -55,37 +55,37 @@ def cost(name: str, spend: float | None = 2.0, *, ended_at: datetime = NOON, **f
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def ledger(request: pytest.FixtureRequest) -> CostLedger:
+def records(request: pytest.FixtureRequest) -> CostRecords:
     if request.param == "memory":
-        return InMemoryCostLedger()
-    return DynamoCostLedger(request.getfixturevalue("table"), request.getfixturevalue("dynamodb_client"))
+        return InMemoryCostRecords()
+    return DynamoCostRecords(request.getfixturevalue("table"), request.getfixturevalue("dynamodb_client"))
 
 
-def test_nothing_is_recorded_at_first(ledger: CostLedger) -> None:
-    assert ledger.totals("team", [DAY]) == {}
+def test_nothing_is_recorded_at_first(records: CostRecords) -> None:
+    assert records.totals("team", [DAY]) == {}
 
 
-def test_an_attempt_counts_under_each_of_its_groups(ledger: CostLedger) -> None:
-    assert ledger.record(cost("vit-1", 2.5, on_demand=5.0, savings=2.5, waste=0.5, avoided=1.25), VISION)
-    assert ledger.record(cost("bert-1", 1.0), NLP)
+def test_an_attempt_counts_under_each_of_its_groups(records: CostRecords) -> None:
+    assert records.record(cost("vit-1", 2.5, on_demand=5.0, savings=2.5, waste=0.5, avoided=1.25), VISION)
+    assert records.record(cost("bert-1", 1.0), NLP)
 
     expected = CostFigures(2.5, 5.0, 2.5, 0.5, 1.25, attempts=1)
-    assert ledger.totals("team", [DAY]) == {"vision": expected, "nlp": CostFigures(1.0, 1.0, attempts=1)}
-    assert ledger.totals("owner", [DAY])[VISION["owner"]] == expected
-    assert ledger.totals("tag:project", [DAY]) == {"vit": expected, "(untagged)": CostFigures(1.0, 1.0, attempts=1)}
-    assert ledger.totals("tag:stage", [DAY]) == {}
+    assert records.totals("team", [DAY]) == {"vision": expected, "nlp": CostFigures(1.0, 1.0, attempts=1)}
+    assert records.totals("owner", [DAY])[VISION["owner"]] == expected
+    assert records.totals("tag:project", [DAY]) == {"vit": expected, "(untagged)": CostFigures(1.0, 1.0, attempts=1)}
+    assert records.totals("tag:stage", [DAY]) == {}
 
 
-def test_a_duplicate_record_of_an_attempt_counts_once(ledger: CostLedger) -> None:
-    assert ledger.record(cost("vit-1", 2.0), VISION) is True
-    assert ledger.record(cost("vit-1", 2.0), VISION) is False
-    assert ledger.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), NLP) is False
+def test_a_duplicate_record_of_an_attempt_counts_once(records: CostRecords) -> None:
+    assert records.record(cost("vit-1", 2.0), VISION) is True
+    assert records.record(cost("vit-1", 2.0), VISION) is False
+    assert records.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), NLP) is False
 
     days = [DAY, DAY + timedelta(days=1)]
     once = CostFigures(2.0, 2.0, attempts=1)
-    assert ledger.totals("team", days) == {"vision": once}
-    assert ledger.totals("owner", days) == {VISION["owner"]: once}
-    assert ledger.totals("tag:project", days) == {"vit": once}
+    assert records.totals("team", days) == {"vision": once}
+    assert records.totals("owner", days) == {VISION["owner"]: once}
+    assert records.totals("tag:project", days) == {"vit": once}
 
 
 @pytest.fixture
@@ -104,13 +104,13 @@ def atomic_moto(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("atomic_moto")
-def test_of_concurrent_records_of_one_attempt_exactly_one_counts(ledger: CostLedger) -> None:
+def test_of_concurrent_records_of_one_attempt_exactly_one_counts(records: CostRecords) -> None:
     outcomes: list[bool] = []
     barrier = threading.Barrier(4)
 
     def record() -> None:
         barrier.wait()
-        outcomes.append(ledger.record(cost("vit-1", 2.0), VISION))
+        outcomes.append(records.record(cost("vit-1", 2.0), VISION))
 
     threads = [threading.Thread(target=record) for _ in range(4)]
     for thread in threads:
@@ -119,8 +119,8 @@ def test_of_concurrent_records_of_one_attempt_exactly_one_counts(ledger: CostLed
         thread.join()
 
     assert sorted(outcomes) == [False, False, False, True]
-    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=1)}
-    assert ledger.totals("tag:project", [DAY]) == {"vit": CostFigures(2.0, 2.0, attempts=1)}
+    assert records.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=1)}
+    assert records.totals("tag:project", [DAY]) == {"vit": CostFigures(2.0, 2.0, attempts=1)}
 
 
 def with_project(number: int) -> dict[str, str]:
@@ -134,12 +134,12 @@ def test_a_cost_tag_of_a_value_per_run_counts_past_the_days_limit_in_other() -> 
     in OTHER; every attempt counts under its team. In memory, at full scale (moto copies its whole
     table for each action of a transaction, so 500 records take minutes there); the DynamoDB
     adapter's fold at the limit is the next test's."""
-    ledger = InMemoryCostLedger()
+    records = InMemoryCostRecords()
     for number in range(501):
-        assert ledger.record(cost(f"run-{number}", 1.0), with_project(number)) is True
+        assert records.record(cost(f"run-{number}", 1.0), with_project(number)) is True
 
-    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(501.0, 501.0, attempts=501)}
-    by_project = ledger.totals("tag:project", [DAY])
+    assert records.totals("team", [DAY]) == {"vision": CostFigures(501.0, 501.0, attempts=501)}
+    by_project = records.totals("tag:project", [DAY])
     named = sorted(group for group in by_project if group != OTHER)
     assert [group[:3] for group in named] == [f"{number:03d}" for number in range(MAX_TAG_GROUPS_PER_DAY)]
     assert {len(group.encode()) for group in named} == {MAX_TAG_GROUP_BYTES}
@@ -160,15 +160,15 @@ def test_a_tag_day_at_its_limit_fits_an_item_and_takes_a_new_value_in_other(dyna
     """The largest tag day item there can be (MAX_TAG_GROUPS_PER_DAY groups of MAX_TAG_GROUP_BYTES
     and OTHER, every figure there, even at DynamoDB's 38 digits) is well within 400 KB; into it a
     new value counts in OTHER, a kept one in its own group, and the team counts whatever the tag."""
-    ledger = DynamoCostLedger(table, dynamodb_client)
+    records = DynamoCostRecords(table, dynamodb_client)
     kept = [tag_group(with_project(number)["tag:project"]) for number in range(MAX_TAG_GROUPS_PER_DAY)]
     item: Item = {"name": {"S": day_key(DAY, "tag:project")}, "named": {"SS": kept}, **every_figure(OTHER)}
     for group in kept:
         item.update(every_figure(group))
     dynamodb_client.put_item(TableName=table, Item=item)
 
-    assert ledger.record(cost("new-1", 1.0), with_project(MAX_TAG_GROUPS_PER_DAY)) is True
-    assert ledger.record(cost("kept-1", 1.0), with_project(0)) is True
+    assert records.record(cost("new-1", 1.0), with_project(MAX_TAG_GROUPS_PER_DAY)) is True
+    assert records.record(cost("kept-1", 1.0), with_project(0)) is True
 
     day = dynamodb_client.get_item(TableName=table, Key={"name": {"S": day_key(DAY, "tag:project")}})["Item"]
     widest = {name: {"N": "9" * 38} if "N" in value else value for name, value in day.items()}
@@ -176,18 +176,18 @@ def test_a_tag_day_at_its_limit_fits_an_item_and_takes_a_new_value_in_other(dyna
     assert set(day["named"]["SS"]) == set(kept)
     assert (added(item, day, f"n:{OTHER}"), added(item, day, f"s:{OTHER}")) == (1, 1)
     assert (added(item, day, f"n:{kept[0]}"), added(item, day, f"s:{kept[0]}")) == (1, 1)
-    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=2)}
+    assert records.totals("team", [DAY]) == {"vision": CostFigures(2.0, 2.0, attempts=2)}
 
 
-def test_totals_sum_the_days_asked_for_by_the_utc_day_of_the_end(ledger: CostLedger) -> None:
+def test_totals_sum_the_days_asked_for_by_the_utc_day_of_the_end(records: CostRecords) -> None:
     east = timezone(timedelta(hours=9))
-    ledger.record(cost("a-1", 1.0, ended_at=NOON - timedelta(days=1)), VISION)
-    ledger.record(cost("b-1", 2.0, ended_at=NOON), VISION)
-    ledger.record(cost("c-1", 4.0, ended_at=datetime(2026, 11, 27, 8, tzinfo=east)), VISION)
-    ledger.record(cost("d-1", 8.0, ended_at=NOON + timedelta(days=2)), VISION)
+    records.record(cost("a-1", 1.0, ended_at=NOON - timedelta(days=1)), VISION)
+    records.record(cost("b-1", 2.0, ended_at=NOON), VISION)
+    records.record(cost("c-1", 4.0, ended_at=datetime(2026, 11, 27, 8, tzinfo=east)), VISION)
+    records.record(cost("d-1", 8.0, ended_at=NOON + timedelta(days=2)), VISION)
 
     def spend(*days: date) -> float:
-        return ledger.totals("team", list(days)).get("vision", CostFigures()).spend_usd
+        return records.totals("team", list(days)).get("vision", CostFigures()).spend_usd
 
     assert spend(DAY) == 2.0 + 4.0
     assert spend(DAY - timedelta(days=1), DAY) == 1.0 + 2.0 + 4.0
@@ -197,19 +197,19 @@ def test_totals_sum_the_days_asked_for_by_the_utc_day_of_the_end(ledger: CostLed
     assert spend() == 0.0
 
 
-def test_an_unpriced_attempt_counts_as_unpriced_not_as_free(ledger: CostLedger) -> None:
-    ledger.record(cost("vit-1", None), VISION)
-    ledger.record(cost("vit-2", 3.0), VISION)
+def test_an_unpriced_attempt_counts_as_unpriced_not_as_free(records: CostRecords) -> None:
+    records.record(cost("vit-1", None), VISION)
+    records.record(cost("vit-2", 3.0), VISION)
 
-    assert ledger.totals("team", [DAY]) == {"vision": CostFigures(3.0, 3.0, attempts=2, unpriced_attempts=1)}
+    assert records.totals("team", [DAY]) == {"vision": CostFigures(3.0, 3.0, attempts=2, unpriced_attempts=1)}
 
 
-def test_figures_are_never_negative_and_sum_exactly_to_the_cent(ledger: CostLedger) -> None:
+def test_figures_are_never_negative_and_sum_exactly_to_the_cent(records: CostRecords) -> None:
     spends = [0.0, 0.1, 0.2, 1e-9, 12345.678901, 0.3]
     for index, spend in enumerate(spends):
-        ledger.record(cost(f"vit-{index}", spend, on_demand=spend * 2, savings=spend), VISION)
+        records.record(cost(f"vit-{index}", spend, on_demand=spend * 2, savings=spend), VISION)
 
-    total = ledger.totals("team", [DAY])["vision"]
+    total = records.totals("team", [DAY])["vision"]
 
     assert all(getattr(total, part.name) >= 0 for part in fields(total))
     assert total.spend_usd == pytest.approx(sum(spends), abs=1e-8)
@@ -243,28 +243,28 @@ def test_a_tag_dimension_that_cannot_be_written_keeps_no_total_from_counting(dyn
     """A day item that takes no more refuses the tag's write: team and owner still count, the tag
     stays pending on the attempt, and the next record of the attempt (its report delivered again)
     writes it, once, with the figures first recorded."""
-    ledger = DynamoCostLedger(table, dynamodb_client)
+    records = DynamoCostRecords(table, dynamodb_client)
     fill(dynamodb_client, table, day_key(DAY, "tag:project"))
 
     with pytest.raises(CostDimensionsPending) as pending:
-        ledger.record(cost("vit-1", 2.0), VISION)
+        records.record(cost("vit-1", 2.0), VISION)
 
     once = CostFigures(2.0, 2.0, attempts=1)
     assert pending.value.recorded is True
-    assert ledger.totals("team", [DAY]) == {"vision": once}
-    assert ledger.totals("owner", [DAY]) == {VISION["owner"]: once}
+    assert records.totals("team", [DAY]) == {"vision": once}
+    assert records.totals("owner", [DAY]) == {VISION["owner"]: once}
 
     dynamodb_client.delete_item(TableName=table, Key={"name": {"S": day_key(DAY, "tag:project")}})
-    assert ledger.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), VISION) is False
-    assert ledger.record(cost("vit-1", 9.0), VISION) is False
+    assert records.record(cost("vit-1", 9.0, ended_at=NOON + timedelta(days=1)), VISION) is False
+    assert records.record(cost("vit-1", 9.0), VISION) is False
 
     days = [DAY, DAY + timedelta(days=1)]
-    assert ledger.totals("tag:project", days) == {"vit": once}
-    assert ledger.totals("team", days) == {"vision": once}
+    assert records.totals("tag:project", days) == {"vit": once}
+    assert records.totals("team", days) == {"vision": once}
 
 
-def test_the_ledgers_items_are_no_jobs_and_expire(dynamodb_client: Any, table: str) -> None:
-    DynamoCostLedger(table, dynamodb_client).record(cost("vit-1", 2.0), VISION)
+def test_the_cost_records_items_are_no_jobs_and_expire(dynamodb_client: Any, table: str) -> None:
+    DynamoCostRecords(table, dynamodb_client).record(cost("vit-1", 2.0), VISION)
     store = DynamoJobStore(table, dynamodb_client)
 
     attempt = dynamodb_client.get_item(TableName=table, Key={"name": {"S": f"{ATTEMPT_PREFIX}vit-1"}})["Item"]
@@ -283,7 +283,7 @@ def test_the_ledgers_items_are_no_jobs_and_expire(dynamodb_client: Any, table: s
 
 
 def test_a_throttled_table_is_service_unavailable_after_a_few_tries(dynamodb_client: Any) -> None:
-    ledger = DynamoCostLedger("smq-queue", dynamodb_client)
+    records = DynamoCostRecords("smq-queue", dynamodb_client)
     with Stubber(dynamodb_client) as stubber:
         for _ in range(4):
             stubber.add_client_error(
@@ -291,14 +291,14 @@ def test_a_throttled_table_is_service_unavailable_after_a_few_tries(dynamodb_cli
             )
         stubber.add_client_error("batch_get_item", service_error_code="ThrottlingException", http_status_code=400)
         with pytest.raises(ServiceUnavailable):
-            ledger.record(cost("vit-1"), VISION)
+            records.record(cost("vit-1"), VISION)
         with pytest.raises(ServiceUnavailable):
-            ledger.totals("team", [DAY])
+            records.totals("team", [DAY])
         stubber.assert_no_pending_responses()
 
 
 def test_a_transaction_that_met_another_on_a_day_item_is_tried_again(dynamodb_client: Any) -> None:
-    ledger = DynamoCostLedger("smq-queue", dynamodb_client)
+    records = DynamoCostRecords("smq-queue", dynamodb_client)
     with Stubber(dynamodb_client) as stubber:
         stubber.add_client_error(
             "transact_write_items",
@@ -309,5 +309,5 @@ def test_a_transaction_that_met_another_on_a_day_item_is_tried_again(dynamodb_cl
         )
         stubber.add_response("transact_write_items", {})
 
-        assert ledger.record(cost("vit-1"), {"team": "vision"}) is True
+        assert records.record(cost("vit-1"), {"team": "vision"}) is True
         stubber.assert_no_pending_responses()

@@ -1,9 +1,9 @@
-"""The PoolUsageBoard port as one item of the queue table.
+"""The PassSummaries port as one item of the queue table (the pass summary, pass_summary.py).
 
 Each scheduling pass measures usage anyway (it must, to decide), so it writes what it measured here
 and readers (GET /pools) read one item instead of listing and describing SageMaker jobs per request.
 The write is conditional on being newer than what is there, so a slow pass that measured earlier
-never replaces a later report.
+never replaces a later summary.
 
 The item holds the pools, each team's share of them, and the pass's start estimates, and must stay
 under DynamoDB's 400 KB. Pools and teams are as many as the configuration names (rows: teams
@@ -24,11 +24,13 @@ from typing import Any
 
 from smq_lambda.adapters.dynamodb_errors import unavailable_as_typed, written
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
+from smq_lambda.pass_summary import PassSummary, PoolMeasure, TeamMeasure
 
-USAGE_KEY = {"name": {"S": "#pool-usage"}}
-"""Job names cannot contain '#', so the report can never collide with a job. It carries none of the
-indexed attributes, so it appears in no index, and no TTL: the latest report stays."""
+SUMMARY_KEY = {"name": {"S": "#pool-usage"}}
+"""The key passes have always written the summary under (hence its name: items of earlier
+releases read as they are). Job names cannot contain '#', so the summary can never collide with a
+job. It carries none of the indexed attributes, so it appears in no index, and no TTL: the latest
+summary stays."""
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Fixed width, so the stored strings sort as the times do (the condition compares them)."""
 MAX_ESTIMATES = 250
@@ -38,38 +40,38 @@ MAX_ASSUMED_CHARS = 160
 MAX_TEAM_ROWS = 300
 
 
-class DynamoPoolUsageBoard:
+class DynamoPassSummaries:
     def __init__(self, table_name: str, client: Any) -> None:
         self._table = table_name
         self._client = client
 
-    def publish(self, report: PoolUsageReport) -> None:
-        """Store `report` unless a report measured later is already there."""
+    def publish(self, summary: PassSummary) -> None:
+        """Store `summary` unless a summary measured later is already there."""
         written(
             self._client.put_item,
             TableName=self._table,
-            Item={**USAGE_KEY, **_to_item(bounded(report))},
+            Item={**SUMMARY_KEY, **_to_item(bounded(summary))},
             ConditionExpression="attribute_not_exists(measured_at) OR measured_at <= :measured_at",
-            ExpressionAttributeValues={":measured_at": {"S": _time(report.measured_at)}},
+            ExpressionAttributeValues={":measured_at": {"S": _time(summary.measured_at)}},
         )
 
-    def latest(self) -> PoolUsageReport | None:
+    def latest(self) -> PassSummary | None:
         with unavailable_as_typed():
-            response = self._client.get_item(TableName=self._table, Key=USAGE_KEY)
+            response = self._client.get_item(TableName=self._table, Key=SUMMARY_KEY)
         item = response.get("Item")
         return None if item is None else _from_item(item)
 
 
-def bounded(report: PoolUsageReport) -> PoolUsageReport:
-    """`report` as the board keeps it: at most MAX_TEAM_ROWS team rows (the first), MAX_ESTIMATES
-    estimates (the soonest to start, in the report's order; those beyond the replay's horizon go
+def bounded(summary: PassSummary) -> PassSummary:
+    """`summary` as the item keeps it: at most MAX_TEAM_ROWS team rows (the first), MAX_ESTIMATES
+    estimates (the soonest to start, in the summary's order; those beyond the replay's horizon go
     first) and MAX_ASSUMED_CHARS of each `assumed`; first estimates only of the jobs kept (when the
-    report has estimates), at most MAX_ESTIMATES (the soonest). Within the bounds it is `report`
+    summary has estimates), at most MAX_ESTIMATES (the soonest). Within the bounds it is `summary`
     itself."""
-    estimates = report.estimates
+    estimates = summary.estimates
     if len(estimates) > MAX_ESTIMATES:
         ranked = sorted(
-            estimates.values(), key=lambda estimate: (estimate.at is None, estimate.at or report.measured_at)
+            estimates.values(), key=lambda estimate: (estimate.at is None, estimate.at or summary.measured_at)
         )
         kept = {estimate.job_name for estimate in ranked[:MAX_ESTIMATES]}
         estimates = {name: estimate for name, estimate in estimates.items() if name in kept}
@@ -77,16 +79,16 @@ def bounded(report: PoolUsageReport) -> PoolUsageReport:
         estimates = {
             name: replace(estimate, assumed=_clipped(estimate.assumed)) for name, estimate in estimates.items()
         }
-    first = report.first_estimates
-    if len(first) > MAX_ESTIMATES or (report.estimates and not first.keys() <= estimates.keys()):
+    first = summary.first_estimates
+    if len(first) > MAX_ESTIMATES or (summary.estimates and not first.keys() <= estimates.keys()):
         soonest = sorted(
-            (given for name, given in first.items() if not report.estimates or name in estimates),
+            (given for name, given in first.items() if not summary.estimates or name in estimates),
             key=lambda given: given.likely,
         )
         first = {given.job_name: given for given in soonest[:MAX_ESTIMATES]}
-    if estimates is report.estimates and first is report.first_estimates and len(report.teams) <= MAX_TEAM_ROWS:
-        return report
-    return replace(report, teams=report.teams[:MAX_TEAM_ROWS], estimates=estimates, first_estimates=first)
+    if estimates is summary.estimates and first is summary.first_estimates and len(summary.teams) <= MAX_TEAM_ROWS:
+        return summary
+    return replace(summary, teams=summary.teams[:MAX_TEAM_ROWS], estimates=estimates, first_estimates=first)
 
 
 def _clipped(text: str) -> str:
@@ -101,16 +103,16 @@ def _parse_time(text: str) -> datetime:
     return datetime.strptime(text, TIME_FORMAT).replace(tzinfo=UTC)
 
 
-def _to_item(report: PoolUsageReport) -> dict[str, Any]:
+def _to_item(summary: PassSummary) -> dict[str, Any]:
     return {
-        "measured_at": {"S": _time(report.measured_at)},
-        "pools": {"L": [{"M": _pool_to_item(pool)} for pool in report.pools]},
-        "teams": {"L": [{"M": _team_to_item(team)} for team in report.teams]},
-        "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in report.estimates.values()]},
-        "first_estimates": {"L": [{"M": _given_to_item(given)} for given in report.first_estimates.values()]},
-        "budget_held": _names(report.budget_held),
-        **({} if report.explained is None else {"explained": _names(report.explained)}),
-        "spot_rates": {"M": {kind: {"N": f"{rate:.6f}"} for kind, rate in report.spot_rates.items()}},
+        "measured_at": {"S": _time(summary.measured_at)},
+        "pools": {"L": [{"M": _pool_to_item(pool)} for pool in summary.pools]},
+        "teams": {"L": [{"M": _team_to_item(team)} for team in summary.teams]},
+        "estimates": {"L": [{"M": _estimate_to_item(estimate)} for estimate in summary.estimates.values()]},
+        "first_estimates": {"L": [{"M": _given_to_item(given)} for given in summary.first_estimates.values()]},
+        "budget_held": _names(summary.budget_held),
+        **({} if summary.explained is None else {"explained": _names(summary.explained)}),
+        "spot_rates": {"M": {kind: {"N": f"{rate:.6f}"} for kind, rate in summary.spot_rates.items()}},
     }
 
 
@@ -211,7 +213,7 @@ def _pool_to_item(pool: PoolMeasure) -> dict[str, Any]:
     return item
 
 
-def _from_item(item: dict[str, Any]) -> PoolUsageReport:
+def _from_item(item: dict[str, Any]) -> PassSummary:
     pools = tuple(
         PoolMeasure(
             pool=entry["M"]["pool"]["S"],
@@ -225,7 +227,7 @@ def _from_item(item: dict[str, Any]) -> PoolUsageReport:
     teams = tuple(_team_from_item(entry["M"]) for entry in item.get("teams", {}).get("L", ()))
     estimates = (_estimate_from_item(entry["M"]) for entry in item.get("estimates", {}).get("L", ()))
     first = (_given_from_item(entry["M"]) for entry in item.get("first_estimates", {}).get("L", ()))
-    return PoolUsageReport(
+    return PassSummary(
         pools=pools,
         measured_at=_parse_time(item["measured_at"]["S"]),
         teams=teams,

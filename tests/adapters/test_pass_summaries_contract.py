@@ -1,4 +1,4 @@
-"""The pool-usage board: one contract, run against the in-memory fake and the DynamoDB adapter (moto)."""
+"""The pass summaries: one contract, run against the in-memory fake and the DynamoDB adapter (moto)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-from smq_lambda.adapters.dynamodb_pool_usage import (
+from smq_lambda.adapters.dynamodb_pass_summaries import (
     MAX_ASSUMED_CHARS,
     MAX_ESTIMATES,
     MAX_TEAM_ROWS,
-    USAGE_KEY,
-    DynamoPoolUsageBoard,
+    SUMMARY_KEY,
+    DynamoPassSummaries,
 )
 from smq_lambda.adapters.dynamodb_store import DynamoJobStore
 from smq_lambda.domain.config.teams import UNASSIGNED
@@ -21,13 +21,13 @@ from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import ServiceUnavailable
 from smq_lambda.forecast.estimate import DEFAULT_MAX_JOBS
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
-from smq_lambda.pool_usage import PoolMeasure, PoolUsageReport, TeamMeasure
-from smq_lambda.ports import InUse, PoolUsageBoard
+from smq_lambda.pass_summary import PassSummary, PoolMeasure, TeamMeasure
+from smq_lambda.ports import InUse, PassSummaries
 
-from tests.support.fakes import InMemoryPoolUsageBoard
+from tests.support.fakes import InMemoryPassSummaries
 
 NOW = datetime(2024, 1, 1, 12, 30, 15, 123456, tzinfo=UTC)
-REPORT = PoolUsageReport(
+SUMMARY = PassSummary(
     pools=(
         PoolMeasure(pool="ml.p5.48xlarge", capacity=2, in_use=2, head="big-job"),
         PoolMeasure(pool="ml.g5.xlarge", capacity=8, in_use=0),
@@ -38,65 +38,65 @@ REPORT = PoolUsageReport(
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def board(request: pytest.FixtureRequest) -> PoolUsageBoard:
+def summaries(request: pytest.FixtureRequest) -> PassSummaries:
     if request.param == "memory":
-        return InMemoryPoolUsageBoard()
+        return InMemoryPassSummaries()
     client: Any = request.getfixturevalue("dynamodb_client")
-    return DynamoPoolUsageBoard(request.getfixturevalue("table"), client)
+    return DynamoPassSummaries(request.getfixturevalue("table"), client)
 
 
-def test_nothing_is_published_before_the_first_pass(board: PoolUsageBoard) -> None:
-    assert board.latest() is None
+def test_nothing_is_published_before_the_first_pass(summaries: PassSummaries) -> None:
+    assert summaries.latest() is None
 
 
-def test_the_latest_report_reads_back_as_published(board: PoolUsageBoard) -> None:
-    board.publish(REPORT)
+def test_the_latest_summary_reads_back_as_published(summaries: PassSummaries) -> None:
+    summaries.publish(SUMMARY)
 
-    assert board.latest() == REPORT
+    assert summaries.latest() == SUMMARY
 
 
-def test_a_later_report_replaces_an_earlier_one(board: PoolUsageBoard) -> None:
-    board.publish(REPORT)
-    later = PoolUsageReport(
+def test_a_later_summary_replaces_an_earlier_one(summaries: PassSummaries) -> None:
+    summaries.publish(SUMMARY)
+    later = PassSummary(
         pools=(PoolMeasure(pool="ml.g5.xlarge", capacity=8, in_use=1),), measured_at=NOW + timedelta(seconds=1)
     )
 
-    board.publish(later)
+    summaries.publish(later)
 
-    assert board.latest() == later
+    assert summaries.latest() == later
 
 
-def test_a_head_is_kept_only_where_a_job_waits(board: PoolUsageBoard) -> None:
-    board.publish(REPORT)
+def test_a_head_is_kept_only_where_a_job_waits(summaries: PassSummaries) -> None:
+    summaries.publish(SUMMARY)
 
-    latest = board.latest()
+    latest = summaries.latest()
 
     assert latest is not None
     assert [measure.head for measure in latest.pools] == ["big-job", None, "unpooled-head"]
 
 
-def test_the_board_item_holds_heads_and_no_pending_counts(dynamodb_client: Any, table: str) -> None:
-    """Pending counts change between passes: GET /pools counts them when asked, so the board keeps none."""
-    DynamoPoolUsageBoard(table, dynamodb_client).publish(REPORT)
+def test_the_summary_item_holds_heads_and_no_pending_counts(dynamodb_client: Any, table: str) -> None:
+    """Pending counts change between passes: GET /pools counts them when asked, so the summary keeps none."""
+    DynamoPassSummaries(table, dynamodb_client).publish(SUMMARY)
 
-    item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
+    item = dynamodb_client.get_item(TableName=table, Key=SUMMARY_KEY, ConsistentRead=True)["Item"]
 
     pools = [entry["M"] for entry in item["pools"]["L"]]
     assert [pool.get("head") for pool in pools] == [{"S": "big-job"}, None, {"S": "unpooled-head"}]
     assert all("pending" not in pool for pool in pools)
 
 
-def test_a_report_measured_earlier_never_replaces_a_later_one(board: PoolUsageBoard) -> None:
-    board.publish(REPORT)
-    slow_pass = PoolUsageReport(pools=(), measured_at=NOW - timedelta(microseconds=1))
+def test_a_summary_measured_earlier_never_replaces_a_later_one(summaries: PassSummaries) -> None:
+    summaries.publish(SUMMARY)
+    slow_pass = PassSummary(pools=(), measured_at=NOW - timedelta(microseconds=1))
 
-    board.publish(slow_pass)
+    summaries.publish(slow_pass)
 
-    assert board.latest() == REPORT
+    assert summaries.latest() == SUMMARY
 
 
-def test_the_report_item_is_no_job(dynamodb_client: Any, table: str) -> None:
-    DynamoPoolUsageBoard(table, dynamodb_client).publish(REPORT)
+def test_the_summary_item_is_no_job(dynamodb_client: Any, table: str) -> None:
+    DynamoPassSummaries(table, dynamodb_client).publish(SUMMARY)
     store = DynamoJobStore(table, dynamodb_client)
 
     assert store.in_use() == InUse(live=[], outside={}, pools=frozenset())
@@ -109,20 +109,20 @@ def test_the_report_item_is_no_job(dynamodb_client: Any, table: str) -> None:
     "code", ["ProvisionedThroughputExceededException", "ThrottlingException", "InternalServerError"]
 )
 def test_a_throttled_table_is_service_unavailable(dynamodb_client: Any, code: str) -> None:
-    board = DynamoPoolUsageBoard("smq-queue", dynamodb_client)
+    summaries = DynamoPassSummaries("smq-queue", dynamodb_client)
     with Stubber(dynamodb_client) as stubber:
         stubber.add_client_error("put_item", service_error_code=code, http_status_code=400)
         stubber.add_client_error("get_item", service_error_code=code, http_status_code=400)
         with pytest.raises(ServiceUnavailable) as published:
-            board.publish(REPORT)
+            summaries.publish(SUMMARY)
         with pytest.raises(ServiceUnavailable) as read:
-            board.latest()
+            summaries.latest()
     assert published.value.code == code
     assert read.value.service == "DynamoDB"
 
 
-WITH_TEAMS = PoolUsageReport(
-    pools=REPORT.pools,
+WITH_TEAMS = PassSummary(
+    pools=SUMMARY.pools,
     measured_at=NOW,
     teams=(
         TeamMeasure("vision", "ml.p5.48xlarge", 1, 2, borrowed=1, lent=0, pending=3, longest_wait_s=754.25),
@@ -154,22 +154,22 @@ WITH_TEAMS = PoolUsageReport(
 )
 
 
-def test_team_measures_and_start_estimates_read_back_as_published(board: PoolUsageBoard) -> None:
-    board.publish(WITH_TEAMS)
+def test_team_measures_and_start_estimates_read_back_as_published(summaries: PassSummaries) -> None:
+    summaries.publish(WITH_TEAMS)
 
-    assert board.latest() == WITH_TEAMS
+    assert summaries.latest() == WITH_TEAMS
 
 
-def test_estimates_are_kept_within_the_items_bounds(board: PoolUsageBoard) -> None:
+def test_estimates_are_kept_within_the_items_bounds(summaries: PassSummaries) -> None:
     """The soonest MAX_ESTIMATES (those beyond the horizon dropped first), each `assumed` clipped."""
     names = [f"job-{index:03}" for index in range(MAX_ESTIMATES + 50)]
     estimates = {
         name: StartEstimate(name, None if index < 30 else NOW + timedelta(minutes=index), "x" * 1000)
         for index, name in enumerate(names)
     }
-    board.publish(replace(REPORT, estimates=estimates))
+    summaries.publish(replace(SUMMARY, estimates=estimates))
 
-    latest = board.latest()
+    latest = summaries.latest()
 
     assert latest is not None
     assert list(latest.estimates) == names[30 : 30 + MAX_ESTIMATES]
@@ -188,7 +188,7 @@ def item_size(value: dict[str, Any]) -> int:
     return 1 if kind == "NULL" else len(content.encode())
 
 
-def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> None:
+def test_the_largest_summary_fits_one_item(dynamodb_client: Any, table: str) -> None:
     """Every name at its longest, every bound reached: well under DynamoDB's 400 KB."""
     pools = tuple(PoolMeasure(f"ml.p{index:02}.48xlarge", 10**6, 10**6, "h" * 63) for index in range(50))
     teams = tuple(
@@ -201,7 +201,7 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
         for name in names
     }
     first = {name: GivenEstimate(name, NOW, NOW, NOW, NOW) for name in names}
-    largest = PoolUsageReport(
+    largest = PassSummary(
         pools=pools,
         measured_at=NOW,
         teams=teams,
@@ -210,13 +210,13 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
         budget_held=frozenset(names),
         explained=frozenset(names),
     )
-    board = DynamoPoolUsageBoard(table, dynamodb_client)
+    summaries = DynamoPassSummaries(table, dynamodb_client)
 
-    board.publish(largest)
+    summaries.publish(largest)
 
-    item = dynamodb_client.get_item(TableName=table, Key=USAGE_KEY, ConsistentRead=True)["Item"]
+    item = dynamodb_client.get_item(TableName=table, Key=SUMMARY_KEY, ConsistentRead=True)["Item"]
     assert sum(len(name) + item_size(value) for name, value in item.items()) < 345_000
-    latest = board.latest()
+    latest = summaries.latest()
     assert latest is not None
     assert (len(latest.teams), len(latest.estimates), len(latest.first_estimates)) == (
         MAX_TEAM_ROWS,
@@ -228,20 +228,20 @@ def test_the_largest_report_fits_one_item(dynamodb_client: Any, table: str) -> N
     assert latest.teams == teams[:MAX_TEAM_ROWS]
 
 
-def test_the_board_keeps_every_estimate_a_pass_makes() -> None:
+def test_the_summary_keeps_every_estimate_a_pass_makes() -> None:
     assert MAX_ESTIMATES >= DEFAULT_MAX_JOBS
 
 
-def test_a_report_written_before_passes_published_what_they_explained_reads_as_not_knowing(
+def test_a_summary_written_before_passes_published_what_they_explained_reads_as_not_knowing(
     dynamodb_client: Any, table: str
 ) -> None:
     """An item of the last release has no `explained`: None (the API then shows each stored reason),
     never an empty set (which would say the pass explained no job)."""
-    board = DynamoPoolUsageBoard(table, dynamodb_client)
-    board.publish(WITH_TEAMS)
-    dynamodb_client.update_item(TableName=table, Key=USAGE_KEY, UpdateExpression="REMOVE explained")
+    summaries = DynamoPassSummaries(table, dynamodb_client)
+    summaries.publish(WITH_TEAMS)
+    dynamodb_client.update_item(TableName=table, Key=SUMMARY_KEY, UpdateExpression="REMOVE explained")
 
-    latest = board.latest()
+    latest = summaries.latest()
 
     assert latest is not None and latest.explained is None
     assert latest == replace(WITH_TEAMS, explained=None)
