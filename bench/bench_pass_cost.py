@@ -11,7 +11,7 @@ a Select=COUNT Query), items written (each PutItem, UpdateItem and transaction a
 requests and wall time.
 
 The baseline, measured in the same run over the same table, is a store that finds the active jobs
-with a Scan, as a queue with no usage items and no bounded windows must. Ratios are baseline / smq.
+with a Scan, as a queue with no usage items and no bounded queue fronts must. Ratios are baseline / smq.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class ScanStore(DynamoJobStore):
         live = [job for job in self._scan_active() if job.state in LIVE_STATES]
         return InUse(live=live, outside={}, pools=frozenset({POOL}))
 
-    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+    def pending_front(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         return [
             job
             for job in self._scan_active()

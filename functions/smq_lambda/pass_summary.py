@@ -52,7 +52,7 @@ class TeamMeasure:
     lent: int
     """Instances of its idle quota that other teams' jobs run on (see service/team_measures.py)."""
     pending: int = 0
-    """Its pending jobs listed under the pool that the pass saw: capped by the pass's window, so a
+    """Its pending jobs listed under the pool that the pass saw: capped by the front the pass read, so a
     lower bound (GET /quotas counts them when asked)."""
     longest_wait_s: float | None = None
     """The longest wait among those jobs (from submission, or from the end of the last attempt);
@@ -68,7 +68,7 @@ class PassSummary:
     measured_at: datetime
     teams: tuple[TeamMeasure, ...] = ()
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
-    """Per pending job the pass saw (its window), keyed by job name."""
+    """Per pending job the pass saw (its fronts), keyed by job name."""
     first_estimates: Mapping[str, GivenEstimate] = field(default_factory=dict)
     """Per pending job the pass estimated, the first estimate any pass gave it since it last waited
     (keyed by job name): what a start is measured against."""

@@ -92,7 +92,7 @@ class JobStore(Protocol):
         key (strongly consistent), never through an eventually consistent index."""
         ...
 
-    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+    def pending_front(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         """The first `limit` pending jobs listed under `pool` (each of `Job.where.pools`), in order,
         as summaries (no request, no history): one bounded Query of a pending index, which may lag writes.
         With `team`, only the jobs whose `Job.team` is `team` ("" for jobs with no team tag),
@@ -102,7 +102,7 @@ class JobStore(Protocol):
     def count_pending(
         self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None
     ) -> int:
-        """Pending jobs listed under `pool` (of `team`, as in `pending_window`) whose order keys lie
+        """Pending jobs listed under `pool` (of `team`, as in `pending_front`) whose order keys lie
         strictly between `after` and `before` (either open when None): a Select=COUNT Query of a
         pending index, made when someone asks."""
         ...

@@ -188,14 +188,14 @@ def _lagging_store(lag: int) -> InMemoryJobStore:
     return store
 
 
-def test_a_lagging_index_serves_the_pending_window_counts_and_listings_as_they_were() -> None:
+def test_a_lagging_index_serves_the_pending_front_counts_and_listings_as_they_were() -> None:
     store = _lagging_store(1)
     created = store.create(job("a", minute=10))
     store.create(job("b", minute=11))
 
     started_a = store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
 
-    assert names(store.pending_window(G5, 10)) == ["a", "b"]
+    assert names(store.pending_front(G5, 10)) == ["a", "b"]
     assert store.count_pending(G5) == 2
     assert names(store.list_jobs(states=[JobState.PENDING], pool=G5).jobs) == ["a", "b"]
     assert store.list_jobs(states=[JobState.STARTING]).jobs == []
@@ -208,10 +208,10 @@ def test_a_lagging_index_shows_the_items_as_they_were_lag_writes_ago() -> None:
     created = store.create(job("a", minute=10))
     store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
 
-    seen = [names(store.pending_window(G5, 10))]
+    seen = [names(store.pending_front(G5, 10))]
     for index, name in enumerate("bcd"):
         store.create(job(name, minute=11 + index))
-        seen.append(names(store.pending_window(G5, 10)))
+        seen.append(names(store.pending_front(G5, 10)))
 
     # a created, a started | b created | c created | d created
     assert seen == [[], ["a"], [], ["b"]]
@@ -231,7 +231,7 @@ def test_a_lagging_index_never_delays_reads_by_key() -> None:
     assert store.get("a") == running
     assert store.in_use().live == [running]
     assert store.in_use().outside == {G5: 2}
-    assert store.pending_window(G5, 10) == []
+    assert store.pending_front(G5, 10) == []
     assert store.list_jobs(states=list(JobState), pool=G5).jobs == []
 
 
@@ -240,7 +240,7 @@ def test_a_lagging_index_lags_from_the_first_write() -> None:
 
     store.create(job("a"))
 
-    assert store.pending_window(G5, 10) == []
+    assert store.pending_front(G5, 10) == []
 
 
 def test_without_lag_every_index_read_is_current() -> None:
@@ -249,21 +249,21 @@ def test_without_lag_every_index_read_is_current() -> None:
 
     store.save(lifecycle.start(created, T0, reason="fits"), expected_version=1)
 
-    assert store.pending_window(G5, 10) == []
+    assert store.pending_front(G5, 10) == []
     assert store.count_pending(G5) == 0
     assert names(store.list_jobs(states=[JobState.STARTING]).jobs) == ["a"]
 
 
-def test_window_reads_count_the_pending_jobs_served() -> None:
+def test_front_reads_count_the_pending_jobs_served() -> None:
     store = InMemoryJobStore()
     for minute in range(5):
         store.create(job(f"j{minute}", minute=minute))
 
-    store.pending_window(G5, 3)
-    store.pending_window(G5, 10)
-    store.pending_window(P5, 10)
+    store.pending_front(G5, 3)
+    store.pending_front(G5, 10)
+    store.pending_front(P5, 10)
 
-    assert store.window_reads == 8
+    assert store.front_reads == 8
 
 
 def names(jobs: list[Job]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The JobStore contract for team windows (`pending_window(..., team=)`, `count_pending(..., team=)`),
+"""The JobStore contract for team fronts (`pending_front(..., team=)`, `count_pending(..., team=)`),
 run against the in-memory fake and the DynamoDB store on moto (the pending-by-team index of
 template.yaml), and what a team's job stores."""
 
@@ -41,7 +41,7 @@ def of(name: str, team: str | None, *, minute: int, priority: int = 0, pool: str
     )
 
 
-def test_a_team_window_lists_only_that_teams_pending_jobs_of_the_pool_in_order(subject: Subject) -> None:
+def test_a_team_front_lists_only_that_teams_pending_jobs_of_the_pool_in_order(subject: Subject) -> None:
     put(subject.store, of("a-late", "a", minute=5))
     put(subject.store, of("a-high", "a", minute=6, priority=9))
     put(subject.store, of("b-first", "b", minute=1))
@@ -50,28 +50,28 @@ def test_a_team_window_lists_only_that_teams_pending_jobs_of_the_pool_in_order(s
     put(subject.store, of("a-running", "a", minute=0), JobState.RUNNING)
     put(subject.store, of("a-done", "a", minute=0), JobState.COMPLETED)
 
-    assert names(subject.store.pending_window(G5, 10, team="a")) == ["a-high", "a-late"]
-    assert names(subject.store.pending_window(G5, 10, team="b")) == ["b-first"]
-    assert names(subject.store.pending_window(G5, 10, team="")) == ["untagged"]
-    assert names(subject.store.pending_window(P5, 10, team="a")) == ["a-other-pool"]
-    assert subject.store.pending_window(G5, 10, team="nobody") == []
-    assert names(subject.store.pending_window(G5, 10)) == ["a-high", "b-first", "untagged", "a-late"]
+    assert names(subject.store.pending_front(G5, 10, team="a")) == ["a-high", "a-late"]
+    assert names(subject.store.pending_front(G5, 10, team="b")) == ["b-first"]
+    assert names(subject.store.pending_front(G5, 10, team="")) == ["untagged"]
+    assert names(subject.store.pending_front(P5, 10, team="a")) == ["a-other-pool"]
+    assert subject.store.pending_front(G5, 10, team="nobody") == []
+    assert names(subject.store.pending_front(G5, 10)) == ["a-high", "b-first", "untagged", "a-late"]
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, 3])
-def test_a_team_window_reads_at_most_limit_jobs(subject: Subject, limit: int) -> None:
+def test_a_team_front_reads_at_most_limit_jobs(subject: Subject, limit: int) -> None:
     for minute in range(3):
         put(subject.store, of(f"b{minute}", "b", minute=minute))
         put(subject.store, of(f"a{minute}", "a", minute=minute))
 
-    assert names(subject.store.pending_window(G5, limit, team="a")) == [f"a{index}" for index in range(limit)]
+    assert names(subject.store.pending_front(G5, limit, team="a")) == [f"a{index}" for index in range(limit)]
 
 
-def test_a_team_window_holds_summaries_with_the_team_and_durations(subject: Subject) -> None:
+def test_a_team_front_holds_summaries_with_the_team_and_durations(subject: Subject) -> None:
     stored = put(subject.store, of("summary", "vision", minute=0))
 
-    (summary,) = subject.store.pending_window(G5, 10, team="vision")
-    (by_pool,) = subject.store.pending_window(G5, 10)
+    (summary,) = subject.store.pending_front(G5, 10, team="vision")
+    (by_pool,) = subject.store.pending_front(G5, 10)
 
     assert summary == by_pool == stored
     assert (summary.team, summary.expected_duration_s, summary.max_runtime_s, summary.family) == (
@@ -83,18 +83,18 @@ def test_a_team_window_holds_summaries_with_the_team_and_durations(subject: Subj
     assert summary.request == {}
 
 
-def test_a_job_leaves_its_team_window_while_live_and_returns_when_requeued(subject: Subject) -> None:
+def test_a_job_leaves_its_team_front_while_live_and_returns_when_requeued(subject: Subject) -> None:
     put(subject.store, of("first", "a", minute=0))
     put(subject.store, of("second", "a", minute=1))
 
     move(subject.store, "first", start, running)
-    while_running = names(subject.store.pending_window(G5, 10, team="a"))
+    while_running = names(subject.store.pending_front(G5, 10, team="a"))
     item_while_running = subject.item("first") or {}
     move(subject.store, "first", preempt, requeue)
 
     assert while_running == ["second"]
     assert "pending_team" not in item_while_running and item_while_running["team"] == {"S": "a"}
-    assert names(subject.store.pending_window(G5, 10, team="a")) == ["first", "second"]
+    assert names(subject.store.pending_front(G5, 10, team="a")) == ["first", "second"]
 
 
 def test_count_pending_counts_one_team_between_its_bounds(subject: Subject) -> None:

@@ -101,7 +101,7 @@ def test_the_summary_item_is_no_job(dynamodb_client: Any, table: str) -> None:
 
     assert store.in_use() == InUse(live=[], outside={}, pools=frozenset())
     assert store.list_jobs(states=list(JobState)).jobs == []
-    assert store.pending_window("ml.g5.xlarge", 10) == []
+    assert store.pending_front("ml.g5.xlarge", 10) == []
     assert store.count_pending("ml.g5.xlarge") == 0
 
 
@@ -134,6 +134,7 @@ WITH_TEAMS = PassSummary(
             "big-job", NOW + timedelta(hours=2, microseconds=7), "durations from smq:expected-duration"
         ),
         "never": StartEstimate("never", None, "beyond the 24 h horizon"),
+        "kept": StartEstimate("kept", NOW, "kept from an earlier pass", computed_at=NOW - timedelta(minutes=2)),
         "learned": StartEstimate(
             "learned",
             NOW + timedelta(minutes=5),
@@ -197,7 +198,7 @@ def test_the_largest_summary_fits_one_item(dynamodb_client: Any, table: str) -> 
     )
     names = [f"{index:03}".ljust(63, "j") for index in range(500)]
     estimates = {
-        name: StartEstimate(name, NOW, "é" * 1000, earliest=NOW, latest=NOW, kind=EstimateKind.CEILING)
+        name: StartEstimate(name, NOW, "é" * 1000, earliest=NOW, latest=NOW, kind=EstimateKind.CEILING, computed_at=NOW)
         for name in names
     }
     first = {name: GivenEstimate(name, NOW, NOW, NOW, NOW) for name in names}

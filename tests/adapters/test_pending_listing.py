@@ -1,5 +1,5 @@
 """A pending job's listing items (adapters/pending_listing.py): which a write puts or deletes, in
-every state, and that a window decodes one to the very job its own item shows."""
+every state, and that a queue front decodes one to the very job its own item shows."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _lived(pending: Job) -> Job:
     return replace(pending, version=7, attempts=(attempt,), reason="waits", team="vision", updated_at=T0)
 
 
-def _window(item: dict[str, Any]) -> dict[str, Any]:
+def _indexed(item: dict[str, Any]) -> dict[str, Any]:
     """What a pending index holds of an item."""
     return {key: value for key, value in item.items() if key in pending_index_attributes()}
 
@@ -63,13 +63,13 @@ def test_a_pending_job_with_other_pools_has_a_listing_item_in_each_that_reads_as
         assert listed["pending_team"] == {"S": f"{pool}#vision"}
         assert listed["order_key"] == item["order_key"]
         assert {"state", "owner_state", "attempt_end_day", "attempt_end", "request", "history"}.isdisjoint(listed)
-        assert pending_job(_window(listed)) == pending_job(_window(item)) == lived
-        assert pending_job(_window(listed)).version == 7
+        assert pending_job(_indexed(listed)) == pending_job(_indexed(item)) == lived
+        assert pending_job(_indexed(listed)).version == 7
 
 
 def test_a_listing_key_names_the_pool_and_the_job() -> None:
     assert listing_key(G5, "train-7") == f"#listing#{G5}#train-7"
-    assert pending_job({**_window(to_item(HETERO, ttl_days=7))}).name == "hetero"
+    assert pending_job({**_indexed(to_item(HETERO, ttl_days=7))}).name == "hetero"
 
 
 LEFT_PENDING = {JobState.STARTING, JobState.FAILED, JobState.CANCELLED}
@@ -106,5 +106,5 @@ def test_a_job_of_one_pool_never_has_listing_items(single: Job, state: JobState)
 
 
 def test_an_item_of_the_job_itself_decodes_as_the_codec_decodes_it() -> None:
-    item = _window(to_item(_lived(HETERO), ttl_days=7))
+    item = _indexed(to_item(_lived(HETERO), ttl_days=7))
     assert pending_job(item) == from_item(item)

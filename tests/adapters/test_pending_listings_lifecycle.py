@@ -1,7 +1,7 @@
 """Hypothesis, over the in-memory store and the DynamoDB store on moto: whatever the services do
 to a heterogeneous and a flexible job, with stale writers losing on the way and finished names
 submitted again, each has a listing item in each of its other pools exactly while it is pending,
-at its version, and is in each of its pools' windows exactly then (adapters/pending_listing.py)."""
+at its version, and is in each of its pools' fronts exactly then (adapters/pending_listing.py)."""
 
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ def _check(store: JobStore, item: Callable[[str], dict[str, Any] | None], name: 
         assert (listed is not None) == pending, (pool, stored.state)
         assert listed is None or int(listed["version"]["N"]) == stored.version
     for pool in pools:
-        window = [each for each in store.pending_window(pool, 50) if each.name == name]
-        assert window == ([replace(stored, history=(), earlier_outcomes={}, earlier_job_ids=())] if pending else [])
+        front = [each for each in store.pending_front(pool, 50) if each.name == name]
+        assert front == ([replace(stored, history=(), earlier_outcomes={}, earlier_job_ids=())] if pending else [])
 
 
 def _run(store: JobStore, item: Callable[[str], dict[str, Any] | None], steps: list[tuple[str, int, bool]]) -> None:

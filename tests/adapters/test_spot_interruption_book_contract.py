@@ -97,4 +97,4 @@ def test_the_book_item_is_no_job(dynamodb_client: Any, table: str) -> None:
 
     assert set(item) == {"name", "version", "types", "counted"}
     assert store.list_jobs(states=list(JobState)).jobs == []
-    assert store.pending_window(G5, 10) == []
+    assert store.pending_front(G5, 10) == []

@@ -93,8 +93,8 @@ def test_the_usage_item_is_no_job(dynamodb_client: Any, table: str) -> None:
     assert set(item) == {"name", "at", "usage"}
     assert store.in_use() == InUse(live=[], outside={}, pools=frozenset())
     assert store.list_jobs(states=list(JobState)).jobs == []
-    assert store.pending_window("ml.g5.xlarge", 10) == []
-    assert store.pending_window("ml.g5.xlarge", 10, team="") == []
+    assert store.pending_front("ml.g5.xlarge", 10) == []
+    assert store.pending_front("ml.g5.xlarge", 10, team="") == []
 
 
 @pytest.mark.parametrize(

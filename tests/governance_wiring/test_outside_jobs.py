@@ -17,7 +17,7 @@ from smq_lambda.governance.limits import UNKNOWN_CREATOR
 from smq_lambda.governance.policy import IdlePolicy, Policy
 from smq_lambda.handlers.scheduler import handle
 from smq_lambda.service.idle_watch import IdleWatch
-from smq_lambda.service.outside_jobs import SWEEP_WINDOW, OutsideJobs
+from smq_lambda.service.outside_jobs import SWEEP_LOOKBACK, OutsideJobs
 
 from tests.service.harness import POOL, World, training_request
 from tests.support.fakes import FakeIdleAlarms, FakeTrainingJob, RecordingNotifier, StaticPolicySource
@@ -261,10 +261,10 @@ def test_a_violating_job_whose_starting_event_was_lost_is_stopped_by_reconciliat
     assert sent.subject == "smq policy: stopped training job by-hand (required_tags)"
 
 
-def test_the_sweep_leaves_compliant_jobs_queue_attempts_and_jobs_older_than_its_window() -> None:
+def test_the_sweep_leaves_compliant_jobs_queue_attempts_and_jobs_older_than_its_lookback() -> None:
     case = outside(TAGGED)
-    case.start_directly("before-the-window")
-    case.world.clock.advance(seconds=SWEEP_WINDOW.total_seconds() + 1)
+    case.start_directly("before-the-lookback")
+    case.world.clock.advance(seconds=SWEEP_LOOKBACK.total_seconds() + 1)
     case.start_directly("compliant", tags={"project": "vision"})
     case.world.submit("queued", 0)
 

@@ -1,7 +1,7 @@
 """Every number of the configuration document is bounded (issue 19): a document the parser accepts
 never breaks a pass. The two reported crashes (a minimum runtime of 10^15 s, a capacity of 2^63)
 are refused naming the key, and a property throws documents with numbers around and far beyond
-the bounds at the parser and runs a whole pass (windows, decision, start estimates, usage decay)
+the bounds at the parser and runs a whole pass (queue fronts, decision, start estimates, usage decay)
 over a random queue for each document it accepts."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.forecast.estimate import estimate_starts
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import decide_pass
+from smq_lambda.scheduling.queue_front import front_sizes, team_front_sizes
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 
 from .builders import G5, NOW, P5, T0, JobBuilder, apply
 
 QUERY_LIMIT_MAX = 2**31 - 1
-"""A DynamoDB Query's Limit (and far below what `itertools.islice` takes): a window is one."""
+"""A DynamoDB Query's Limit (and far below what `itertools.islice` takes): a queue front is one."""
 POOLS = [P5, G5]
 TEAMS = ["a", "b"]
 EXTREMES = [
@@ -52,14 +52,14 @@ def scheduler_config(document: QueueConfigDocument, *, backfill: bool = False) -
 
 
 def one_pass(snapshot: Snapshot, config: SchedulerConfig) -> None:
-    """What the scheduler computes in a pass from the configuration: the windows it reads, the
+    """What the scheduler computes in a pass from the configuration: the queue fronts it reads, the
     decision, the start estimates over the queue it leaves, and the teams' decayed usage."""
     ledger = Ledger.measure(snapshot, config)
-    windows = [
-        *window_sizes(config.pools, ledger, backfill=config.backfill).values(),
-        *team_window_sizes(config.pools, ledger, config.teams, backfill=config.backfill).values(),
+    fronts = [
+        *front_sizes(config.pools, ledger, backfill=config.backfill).values(),
+        *team_front_sizes(config.pools, ledger, config.teams, backfill=config.backfill).values(),
     ]
-    assert all(0 <= size <= QUERY_LIMIT_MAX for size in windows), windows
+    assert all(0 <= size <= QUERY_LIMIT_MAX for size in fronts), fronts
     decision = decide_pass(snapshot, NOW, config)
     estimate_starts(apply(snapshot, decision.actions, NOW), NOW, config)
     decay_usage(snapshot.team_usage, 3600.0, held_by_team(snapshot.jobs, config.teams), config.teams.usage_half_life_s)
@@ -99,7 +99,7 @@ def test_a_number_beyond_its_bound_is_refused_naming_its_key(document: dict[str,
 
 def test_every_number_at_its_bound_is_accepted_and_a_pass_runs() -> None:
     """The reported crashes were an OverflowError (min_runtime_s 10^15) and a ValueError reading a
-    pool's window (capacity 2^63); at the bounds, the pass runs."""
+    pool's front (capacity 2^63); at the bounds, the pass runs."""
     document = parse_config_document(
         {
             "pools": {P5: MAX_INSTANCES, G5: MAX_INSTANCES},

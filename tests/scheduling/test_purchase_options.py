@@ -19,7 +19,7 @@ from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.scheduling.actions import ExplainWait, StartJob
 from smq_lambda.scheduling.decide import decide
-from smq_lambda.scheduling.purchase_options import listed_windows, offer, requeued_at
+from smq_lambda.scheduling.purchase_options import listed_fronts, offer, requeued_at
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 from tests.scheduling.builders import G5, NOW, P5, T0, apply, queue
@@ -194,6 +194,6 @@ def test_on_demand_only_when_a_condition_holds_and_no_pool_is_over_committed(
             assert count <= cfg.pools[pool]
 
 
-def test_a_spot_pools_window_is_read_from_its_types_listing() -> None:
-    assert listed_windows({G5: 3, G5_SPOT: 21, P5: 2}) == {G5: 24, P5: 2}
-    assert listed_windows({(G5_SPOT, "vision"): 5, (G5, "vision"): 1, (G5, ""): 2}) == {(G5, "vision"): 6, (G5, ""): 2}
+def test_a_spot_pools_front_is_read_from_its_types_listing() -> None:
+    assert listed_fronts({G5: 3, G5_SPOT: 21, P5: 2}) == {G5: 24, P5: 2}
+    assert listed_fronts({(G5_SPOT, "vision"): 5, (G5, "vision"): 1, (G5, ""): 2}) == {(G5, "vision"): 6, (G5, ""): 2}

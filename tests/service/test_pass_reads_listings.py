@@ -1,6 +1,6 @@
-"""A pass reads a job that may use several pools through each pool's window (its listing items:
+"""A pass reads a job that may use several pools through each pool's front (its listing items:
 adapters/pending_listing.py), so a deep backlog in its first pool no longer hides it from the
-others; read in two windows, it is decided over once. Its reason names its place in each."""
+others; read in two fronts, it is decided over once. Its reason names its place in each."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.support.fakes import RecordingTrigger
 
 OTHER = "ml.g5.48xlarge"
 BACKLOG = 40
-"""More pending jobs in POOL than a pass reads of it (scheduling/window.py)."""
+"""More pending jobs in POOL than a pass reads of it (scheduling/queue_front.py)."""
 
 
 def _flexible(world: World, name: str, *types: str) -> None:
@@ -40,10 +40,10 @@ def test_a_flexible_job_behind_its_first_pools_backlog_starts_in_its_second() ->
     flexible = world.job("flexible")
     assert flexible.state is JobState.STARTING
     assert flexible.where.selected is not None and flexible.where.selected.instance_type == OTHER
-    assert world.store.pending_window(OTHER, 10) == []
+    assert world.store.pending_front(OTHER, 10) == []
 
 
-def test_a_job_read_through_two_windows_is_decided_over_once() -> None:
+def test_a_job_read_through_two_fronts_is_decided_over_once() -> None:
     world = World(capacity={POOL: 1, OTHER: 1})
     _flexible(world, "flexible", POOL, OTHER)
 

@@ -246,7 +246,7 @@ class QueueMachineWithBackfill(QueueMachine):
 
 
 class QueueMachineWithALaggingIndex(QueueMachine):
-    """Every index read (the pending windows a pass reads, listings) sees the table as it was a few
+    """Every index read (the queue fronts a pass reads, listings) sees the table as it was a few
     writes ago, as DynamoDB's eventually consistent indexes may: a job that has just started may
     still look pending, one just cancelled still waiting. Live jobs are read by key, so no pool is
     ever over-committed in SageMaker; moto's indexes are never stale, so only this double shows it."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.ports import JobStore
-from smq_lambda.scheduling.window import SKIP_LOOKAHEAD
+from smq_lambda.scheduling.queue_front import SKIP_LOOKAHEAD
 
 from tests.service.harness import POOL, World
 from tests.support.fakes import InMemoryJobStore
@@ -49,7 +49,7 @@ def deep_queue(depth: int, store: JobStore | None = None) -> World:
     for index in range(CAPACITY):
         world.submit(f"run-{index}", 5)
         world.progress(f"run-{index}", "InProgress")
-    world.store.window_reads = 0  # type: ignore[attr-defined]
+    world.store.front_reads = 0  # type: ignore[attr-defined]
     for index in range(depth):
         world.store.create(_queued(world, f"wait-{index:05d}", priority=index % 3))
     return world
@@ -68,11 +68,11 @@ def test_a_steady_pass_reads_the_same_few_pending_jobs_and_writes_no_more_at_any
     world.kick()
     store: CountingStore = world.store  # type: ignore[assignment]
     store.saves.clear()
-    store.window_reads = 0
+    store.front_reads = 0
 
     world.kick()
 
-    assert store.window_reads == 1 + SKIP_LOOKAHEAD, "the pool is full: the head and the look-ahead"
+    assert store.front_reads == 1 + SKIP_LOOKAHEAD, "the pool is full: the head and the look-ahead"
     assert store.saves == [], "nothing changed, nothing is written"
 
 
@@ -98,7 +98,7 @@ def test_a_job_that_just_started_but_still_looks_pending_in_the_index_is_neither
         world.store.create(_queued(world, name, priority=priority))
     world.kick()  # the index shows only "first" yet
     assert world.job("first").state is JobState.STARTING
-    (shown,) = [job for job in world.store.pending_window(POOL, 10) if job.name == "first"]
+    (shown,) = [job for job in world.store.pending_front(POOL, 10) if job.name == "first"]
     assert shown.state is JobState.PENDING, "the index has not caught up with the start"
 
     world.kick()  # "second" outranks "first", which the index still shows as pending

@@ -1,4 +1,4 @@
-"""Passes with team quotas: they read each team's window beside each pool's, so a team with free
+"""Passes with team quotas: they read each team's front beside each pool's, so a team with free
 quota is never hidden behind another team's backlog, and they carry the teams' decayed usage from
 pass to pass, race-safe."""
 
@@ -13,7 +13,7 @@ from smq_lambda.domain.jobs.model import Job
 from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.errors import VersionConflict
 from smq_lambda.pass_summary import TeamUsageRecord
-from smq_lambda.scheduling import window
+from smq_lambda.scheduling import queue_front
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
 
 from tests.service.harness import POOL, World, queued_job
@@ -52,7 +52,7 @@ def test_a_teams_job_behind_a_thousand_of_another_teams_is_decided_over(decided:
     world = team_a_at_quota_with_a_backlog(1000)
     with_teams(world)
     store: InMemoryJobStore = world.store  # type: ignore[assignment]
-    store.window_reads = 0
+    store.front_reads = 0
     decided.clear()
 
     world.kick()
@@ -60,23 +60,23 @@ def test_a_teams_job_behind_a_thousand_of_another_teams_is_decided_over(decided:
     seen = {job.name for job in decided[0].jobs}
     assert "b-job" in seen, "team b has free quota: its first job is in the pass"
     assert world.job("b-job").state is JobState.STARTING, "within its quota"
-    lookahead = window.SKIP_LOOKAHEAD
-    assert store.window_reads <= 3 * (2 + 1 + lookahead) + 1, "bounded by the windows, not by the backlog"
+    lookahead = queue_front.SKIP_LOOKAHEAD
+    assert store.front_reads <= 3 * (2 + 1 + lookahead) + 1, "bounded by the fronts, not by the backlog"
 
 
-def test_without_quotas_the_pass_reads_only_the_pools_window(decided: list[Snapshot]) -> None:
+def test_without_quotas_the_pass_reads_only_the_pools_front(decided: list[Snapshot]) -> None:
     world = team_a_at_quota_with_a_backlog(100)
     store: InMemoryJobStore = world.store  # type: ignore[assignment]
-    store.window_reads = 0
+    store.front_reads = 0
     decided.clear()
 
     world.kick()
 
     assert "b-job" not in {job.name for job in decided[0].jobs}
-    assert store.window_reads == 2 + 1 + window.SKIP_LOOKAHEAD
+    assert store.front_reads == 2 + 1 + queue_front.SKIP_LOOKAHEAD
 
 
-def test_a_job_in_two_windows_is_decided_over_once(decided: list[Snapshot]) -> None:
+def test_a_job_in_two_fronts_is_decided_over_once(decided: list[Snapshot]) -> None:
     world = World(capacity={POOL: CAPACITY})
     with_teams(world)
     for index in range(3):
@@ -89,7 +89,7 @@ def test_a_job_in_two_windows_is_decided_over_once(decided: list[Snapshot]) -> N
     assert sorted(names) == ["b-0", "b-1", "b-2", "untagged"]
 
 
-def test_untagged_jobs_and_unconfigured_teams_are_read_through_the_untagged_and_pool_windows(
+def test_untagged_jobs_and_unconfigured_teams_are_read_through_the_untagged_and_pool_fronts(
     decided: list[Snapshot],
 ) -> None:
     world = World(capacity={POOL: CAPACITY})
@@ -102,17 +102,17 @@ def test_untagged_jobs_and_unconfigured_teams_are_read_through_the_untagged_and_
     assert {job.name for job in decided[0].jobs} >= {"untagged", "stranger"}
 
 
-# ------------------------------------------------------------------------ window sizes
+# ------------------------------------------------------------------------- front sizes
 
 
-def test_team_windows_cover_each_configured_team_with_quota_and_the_untagged_jobs() -> None:
+def test_team_fronts_cover_each_configured_team_with_quota_and_the_untagged_jobs() -> None:
     from smq_lambda.scheduling.capacity import Ledger
 
     config = SchedulerConfig(pools={POOL: 8, "ml.g5.xlarge": 2}, teams=TEAMS)
     ledger = Ledger(config, used={POOL: 6, "ml.g5.xlarge": 2}, releasing={})
-    ahead = 1 + window.SKIP_LOOKAHEAD
+    ahead = 1 + queue_front.SKIP_LOOKAHEAD
 
-    sizes = window.team_window_sizes([POOL, "ml.g5.xlarge", "ml.c5.xlarge"], ledger, TEAMS, backfill=False)
+    sizes = queue_front.team_front_sizes([POOL, "ml.g5.xlarge", "ml.c5.xlarge"], ledger, TEAMS, backfill=False)
 
     assert sizes == {
         (POOL, "a"): 2 + ahead,
@@ -121,10 +121,10 @@ def test_team_windows_cover_each_configured_team_with_quota_and_the_untagged_job
         ("ml.g5.xlarge", ""): 2 + ahead,  # no team has quota there: the unassigned group has it all
         ("ml.c5.xlarge", ""): 0 + ahead,  # a pool of capacity 0 (unpooled types are rejected)
     }
-    assert window.team_window_sizes([POOL], ledger, Teams(), backfill=False) == {}
+    assert queue_front.team_front_sizes([POOL], ledger, Teams(), backfill=False) == {}
 
 
-def test_a_team_that_may_borrow_gets_a_window_while_the_pool_has_free_instances() -> None:
+def test_a_team_that_may_borrow_gets_a_front_while_the_pool_has_free_instances() -> None:
     from smq_lambda.scheduling.capacity import Ledger
 
     teams = Teams(quotas={"a": Quota(instances={POOL: 4}), "borrower": Quota(instances={})})
@@ -132,10 +132,10 @@ def test_a_team_that_may_borrow_gets_a_window_while_the_pool_has_free_instances(
     free = Ledger(config, used={POOL: 1}, releasing={})
     full = Ledger(config, used={POOL: 4}, releasing={})
 
-    assert (POOL, "borrower") in window.team_window_sizes([POOL], free, teams, backfill=True)
-    assert (POOL, "borrower") not in window.team_window_sizes([POOL], full, teams, backfill=True)
-    assert window.team_window_sizes([POOL], free, teams, backfill=True)[(POOL, "a")] == (
-        4 + 1 + window.SKIP_LOOKAHEAD + window.BACKFILL_LOOKAHEAD
+    assert (POOL, "borrower") in queue_front.team_front_sizes([POOL], free, teams, backfill=True)
+    assert (POOL, "borrower") not in queue_front.team_front_sizes([POOL], full, teams, backfill=True)
+    assert queue_front.team_front_sizes([POOL], free, teams, backfill=True)[(POOL, "a")] == (
+        4 + 1 + queue_front.SKIP_LOOKAHEAD + queue_front.BACKFILL_LOOKAHEAD
     )
 
 

@@ -116,11 +116,11 @@ SHARING = st.sampled_from(list(Sharing))
     configured=CONFIGURED,
     sharing=SHARING,
     quota=st.integers(0, 3),
-    crowd=st.integers(0, 40),  # beyond a pool's window without backfill: capacity + 1 + SKIP_LOOKAHEAD
+    crowd=st.integers(0, 40),  # beyond a pool's front without backfill: capacity + 1 + SKIP_LOOKAHEAD
     backfill=st.booleans(),
     jobs=st.lists(st.tuples(TAGS, st.integers(0, 9), st.integers(1, 2)), max_size=12),
 )
-def test_with_free_capacity_every_groups_first_jobs_are_read_by_some_window(
+def test_with_free_capacity_every_groups_first_jobs_are_read_by_some_front(
     capacity: int,
     configured: set[str],
     sharing: Sharing,

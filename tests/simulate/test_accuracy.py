@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from smq_lambda.forecast.accuracy import BAND_GRACE_S
 from smq_lambda.forecast.start_estimate import EstimateKind, StartEstimate
-from smq_lambda.simulation.accuracy import ALL, WAITED, AccuracyLedger, figures
+from smq_lambda.simulation.accuracy import ALL, WAITED, AccuracyTally, figures
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -31,10 +31,10 @@ def band(name: str, earliest: float, likely: float, latest: float | None) -> Sta
 
 
 def measure(estimate: StartEstimate, started_s: float, priority: int = 0) -> dict:  # type: ignore[type-arg]
-    ledger = AccuracyLedger()
-    ledger.give(estimate, priority, T0)
-    ledger.started(estimate.job_name, at(started_s))
-    return ledger.report()[ALL]
+    tally = AccuracyTally()
+    tally.give(estimate, priority, T0)
+    tally.started(estimate.job_name, at(started_s))
+    return tally.report()[ALL]
 
 
 @pytest.mark.parametrize(
@@ -61,16 +61,16 @@ def test_one_estimate(
 
 
 def test_figures_group_per_priority_over_all_and_over_the_waits() -> None:
-    ledger = AccuracyLedger()
-    ledger.give(band("high", 0, 0, 0), 3, T0)  # starts at once: in "all", not in "waited"
-    ledger.give(band("low-1", 900, 1000, 1100), 0, T0)  # in band, error 0
-    ledger.give(band("low-2", 900, 1000, 1100), 0, T0)  # late: 2000 s, out, error 1000 of 2000
-    ledger.give(StartEstimate("unknown", None, "waits for a job of unknown duration"), 0, T0)
-    ledger.give(band("never", 10, 20, 30), 1, T0)  # its job never starts
+    tally = AccuracyTally()
+    tally.give(band("high", 0, 0, 0), 3, T0)  # starts at once: in "all", not in "waited"
+    tally.give(band("low-1", 900, 1000, 1100), 0, T0)  # in band, error 0
+    tally.give(band("low-2", 900, 1000, 1100), 0, T0)  # late: 2000 s, out, error 1000 of 2000
+    tally.give(StartEstimate("unknown", None, "waits for a job of unknown duration"), 0, T0)
+    tally.give(band("never", 10, 20, 30), 1, T0)  # its job never starts
     for name, started in (("high", 0), ("low-1", 1000), ("low-2", 2000), ("unknown", 500)):
-        ledger.started(name, at(started))
+        tally.started(name, at(started))
 
-    report = ledger.report()
+    report = tally.report()
 
     assert list(report) == [ALL, WAITED, "3", "0", "unmeasured", "kinds"]  # priority 1's one is unmeasured
     assert report[ALL] == {
@@ -90,14 +90,14 @@ def test_figures_group_per_priority_over_all_and_over_the_waits() -> None:
 
 def test_a_job_measures_every_estimate_of_its_wait_once() -> None:
     """Three passes estimated it; its start measures the three, and its next start none of them."""
-    ledger = AccuracyLedger()
+    tally = AccuracyTally()
     for given_s in (0, 100, 200):
-        ledger.give(band("j", 300, 400, 500), 0, at(given_s))
-    ledger.started("j", at(400))
-    ledger.started("j", at(9000))
+        tally.give(band("j", 300, 400, 500), 0, at(given_s))
+    tally.started("j", at(400))
+    tally.started("j", at(9000))
 
-    assert ledger.report()[ALL]["measured"] == 3
-    assert ledger.report()[ALL]["within_band"] == 1.0
+    assert tally.report()[ALL]["measured"] == 3
+    assert tally.report()[ALL]["within_band"] == 1.0
 
 
 starts = st.integers(min_value=0, max_value=10 * 86400)  # whole seconds, as estimates are shown
@@ -105,16 +105,16 @@ starts = st.integers(min_value=0, max_value=10 * 86400)  # whole seconds, as est
 
 @given(st.lists(st.tuples(starts, starts, starts, starts), min_size=1, max_size=30))
 def test_the_figures_are_shares_and_in_band_means_between_the_ends(cases: list[tuple[int, int, int, int]]) -> None:
-    ledger = AccuracyLedger()
+    tally = AccuracyTally()
     inside = 0
     for number, values in enumerate(cases):
         *ends, started = values
         earliest, likely, latest = sorted(ends)
-        ledger.give(band(f"j{number}", earliest, likely, latest), number % 3, T0)
-        ledger.started(f"j{number}", at(started))
+        tally.give(band(f"j{number}", earliest, likely, latest), number % 3, T0)
+        tally.started(f"j{number}", at(started))
         inside += earliest - BAND_GRACE_S <= started <= latest + BAND_GRACE_S
 
-    report = ledger.report()
+    report = tally.report()
 
     assert report[ALL]["measured"] == len(cases)
     assert sum(report[str(priority)]["measured"] for priority in range(3) if str(priority) in report) == len(cases)

@@ -76,7 +76,7 @@ def create_queue_table(client: Any, table_name: str = "smq-queue", template_path
 @lru_cache(maxsize=1)
 def pending_index_attributes() -> frozenset[str]:
     """The attributes the template's pending index holds: its keys, the table's key and the
-    projected ones (the in-memory store serves its pending window with exactly these)."""
+    projected ones (the in-memory store serves its queue fronts with exactly these)."""
     definition = table_definition(_template(TEMPLATE_PATH), table_name="projection")
     (index,) = [index for index in definition["GlobalSecondaryIndexes"] if index["IndexName"] == "pending-by-pool"]
     keys = {key["AttributeName"] for key in (*definition["KeySchema"], *index["KeySchema"])}

@@ -84,10 +84,10 @@ class InMemoryJobStore:
 
     Earlier jobs of a reused name are kept under their archive key, as the DynamoDB store keeps them;
     reads that stand for an index Query see only items that carry `order_key`, as the sparse indexes do,
-    and the pending window holds only what the template projects into the pending index.
+    and a queue front holds only what the template projects into the pending index.
 
-    `index_lag` makes it the store of an eventually consistent world: every index read (the pending
-    window, counts, listings) sees the items as they were `index_lag` writes ago, as a global
+    `index_lag` makes it the store of an eventually consistent world: every index read (the queue
+    fronts, counts, listings) sees the items as they were `index_lag` writes ago, as a global
     secondary index that has not caught up would. Reads by key (`get`, `in_use`) stay current.
     """
 
@@ -101,8 +101,8 @@ class InMemoryJobStore:
         self._team_tags: dict[str, datetime] = {}
         self._outside: dict[str, set[str]] = {}
         """Per pool, `<training job>=<instances>` elements, as the DynamoDB store's `outside` sets."""
-        self.window_reads = 0
-        """Pending jobs served by `pending_window`, for tests that bound what a pass reads."""
+        self.front_reads = 0
+        """Pending jobs served by `pending_front`, for tests that bound what a pass reads."""
 
     def create(self, job: Job, *, register_team: bool = False) -> Job:
         stored = replace(job, version=1)
@@ -175,11 +175,11 @@ class InMemoryJobStore:
             if self._team_tags.get(team) == registered_at:
                 del self._team_tags[team]
 
-    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+    def pending_front(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         projected = pending_index_attributes()
         items = self._indexed(lambda item: _pending_in(item, pool, team))[: max(limit, 0)]
         with self._lock:
-            self.window_reads += len(items)
+            self.front_reads += len(items)
         return [pending_job({key: value for key, value in item.items() if key in projected}) for item in items]
 
     def count_pending(

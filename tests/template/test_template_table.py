@@ -48,7 +48,7 @@ def test_pending_index_returns_a_pools_pending_jobs_in_scheduling_order(template
     ]
     projected = set(gsi["Projection"]["NonKeyAttributes"])
     assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
-    assert {"request", "history"}.isdisjoint(projected), "a pass reads windows of it: no request, no history"
+    assert {"request", "history"}.isdisjoint(projected), "a pass reads queue fronts of it: no request, no history"
 
 
 def test_a_job_decoded_from_the_pending_index_has_what_a_scheduling_decision_reads() -> None:

@@ -10,7 +10,7 @@
     pending-by-team  partition pending_team  sort order_key   pending jobs of one team in one pool
                                                               (`<pool>#<team>`; sparse likewise)
 
-**Pending jobs are read a window at a time**: the first few of a pool from the sparse pending
+**Pending jobs are read a queue front at a time**: the first few of a pool from the sparse pending
 index, which projects what a decision needs and not the request. Positions are Select=COUNT
 Queries of the same index, made when someone asks. **Listings read about what their page holds**:
 one Query per state (of the owner's partitions when an owner is given), each asking for one job more
@@ -57,7 +57,7 @@ class JobIndexes:
         self._client = client
         self._page_size = page_size
 
-    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+    def pending_front(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
         """At most `limit` items of one pool's (or one team's in the pool) pending partition, read in
         pages of at most `limit`."""
         if limit < 1:

@@ -8,7 +8,7 @@ never replaces a later summary.
 The item holds the pools, each team's share of them, and the pass's start estimates, and must stay
 under DynamoDB's 400 KB. Pools and teams are as many as the configuration names (rows: teams
 times pools, kept up to MAX_TEAM_ROWS); estimates are one per pending job the pass saw, which its
-windows bound to a few hundred: `bounded` keeps at most MAX_ESTIMATES of them (the soonest to
+fronts bound to a few hundred: `bounded` keeps at most MAX_ESTIMATES of them (the soonest to
 start) and at most MAX_ASSUMED_CHARS of each one's `assumed`; the jobs held for their team's budget
 and the jobs whose reason the pass wrote (`explained`), also among those the pass saw, are kept up
 to MAX_ESTIMATES names each (the first in name order). At those bounds the item is under 345 KB at
@@ -160,11 +160,13 @@ def _estimate_to_item(estimate: StartEstimate) -> dict[str, Any]:
         "earliest": _optional_time(estimate.earliest),
         "latest": _optional_time(estimate.latest),
         "kind": {"S": str(estimate.kind)},
+        "computed_at": _optional_time(estimate.computed_at),
     }
 
 
 def _estimate_from_item(item: dict[str, Any]) -> StartEstimate:
-    """Reports written before bands existed read as points (no earliest or latest)."""
+    """Reports written before bands existed read as points (no earliest or latest); before estimates
+    could be kept from an earlier pass, as the summary's own (no `computed_at`)."""
     return StartEstimate(
         job_name=item["job"]["S"],
         at=_time_or_none(item["at"]),
@@ -172,6 +174,7 @@ def _estimate_from_item(item: dict[str, Any]) -> StartEstimate:
         earliest=_time_or_none(item.get("earliest", {"NULL": True})),
         latest=_time_or_none(item.get("latest", {"NULL": True})),
         kind=EstimateKind(item.get("kind", {"S": EstimateKind.POINT})["S"]),
+        computed_at=_time_or_none(item.get("computed_at", {"NULL": True})),
     )
 
 

@@ -9,8 +9,8 @@ What a scheduling pass reads is bounded by capacity, not by the depth of the que
   held is never less than what is held. (The by-state index, eventually consistent, could show a
   job that has just started as still pending, and a pass reading it would count that job's
   instances as free.)
-* **Pending jobs are read a window at a time** through the pending index (see dynamodb_indexes); a
-  job that may use several pools is in each one's window (pending_listing).
+* **Pending jobs are read a queue front at a time** through the pending index (see dynamodb_indexes);
+  a job that may use several pools is in each one's front (pending_listing).
 * Training jobs outside the queue and the registry of pools are kept in the pool items
   (dynamodb_pool_holders).
 
@@ -269,8 +269,8 @@ class DynamoJobStore:
     def forget_team_tag(self, team: str, registered_at: datetime) -> None:
         self._pools.forget_team(team, int(registered_at.timestamp()))
 
-    def pending_window(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
-        return self._indexes.pending_window(pool, limit, team=team)
+    def pending_front(self, pool: str, limit: int, *, team: str | None = None) -> list[Job]:
+        return self._indexes.pending_front(pool, limit, team=team)
 
     def count_pending(
         self, pool: str, *, after: str | None = None, before: str | None = None, team: str | None = None

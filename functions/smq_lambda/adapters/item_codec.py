@@ -58,11 +58,11 @@ Free texts (reasons, what a change did) are stored up to MAX_TEXT_CHARS characte
 the bounded lists above and the API's 256 KB request limit a job always fits DynamoDB's 400 KB item.
 
 Items written before `team`, `expected_duration_s`, `max_runtime_s`, `family` and `pending_team`
-existed decode with None for the four fields; such a pending job is in no team's window until its
-next write (every pool window still shows it), and its family comes from its name. The pending
+existed decode with None for the four fields; such a pending job is in no team's front until its
+next write (every pool's front still shows it), and its family comes from its name. The pending
 indexes project the four fields: a stack deployed before them must have its pending indexes
 recreated, since DynamoDB cannot change a GSI's projection in place (see the QueueTable comment in template.yaml). They project `budget_override`
-and `purchase` too (a pass decides over its windows); an item without them is a job not
+and `purchase` too (a pass decides over the fronts it reads); an item without them is a job not
 overridden, on demand (a spot job queued before `purchase` existed counts in its type's pool).
 They project `warm_key`: a job queued before it existed reuses no warm pool.
 

@@ -1,6 +1,6 @@
-"""A pending job's listing items: how a job that may use several pools is in each pool's window.
+"""A pending job's listing items: how a job that may use several pools is in each pool's front.
 
-A pass reads only the first jobs of each pool's pending partition (scheduling/window.py). A job
+A pass reads only the first jobs of each pool's pending partition (scheduling/queue_front.py). A job
 is listed there by its own item under its first pool (`pending_pool`, item_codec.py); a job that
 may use other pools (`Job.where.pools`: a heterogeneous job's other instance groups, a flexible
 job's other preferences' pools) has one more item per other pool:
@@ -12,7 +12,7 @@ job's other preferences' pools) has one more item per other pool:
     the pending projection        the job item's values of what the pending indexes project
                                   (LISTED_ATTRIBUTES), but not `state`
 
-so a window Query of either pending index decodes it to the same `Job` as the job's own item
+so a front's Query of either pending index decodes it to the same `Job` as the job's own item
 (`pending_job`). It has no `state`, `owner_state` or `attempt_end_day`: it is in no other index,
 never listed by GET /jobs, never archived, and has no TTL.
 

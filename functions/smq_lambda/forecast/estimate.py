@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -75,6 +75,8 @@ DEFAULT_MAX_EVENTS = 3_000
 SAGEMAKER_STOP_S = 120.0
 """How long SageMaker waits after SIGTERM before it ends a stopped job (StopTrainingJob)."""
 STOP_S_BY_END = (0.0, DEFAULT_STOP_S, SAGEMAKER_STOP_S)
+UNBANDED = "; a point, not a band: the pass ran out of time to replay the band's ends"
+"""What an estimate's `assumed` adds when the deadline left no time for the band (`time_left`)."""
 """How long a stop takes in the early, likely and late replays."""
 MIN_REMAINING_S = 60.0
 OVERRUN_SHARE = 0.1
@@ -127,11 +129,18 @@ def estimate_starts(
     horizon: timedelta = DEFAULT_HORIZON,
     max_jobs: int = DEFAULT_MAX_JOBS,
     max_events: int = DEFAULT_MAX_EVENTS,
+    time_left: Callable[[], float] | None = None,
 ) -> dict[str, StartEstimate]:
     """The estimated start band of the first `max_jobs` pending jobs of `snapshot` (queue order),
-    by job name, with durations learned from `history`. Pure: replays copies, in virtual time."""
+    by job name, with durations learned from `history`. Pure: replays copies, in virtual time.
+
+    `time_left`: seconds left for estimating (a deadline). Out of time, estimates degrade rather
+    than run over, in this order: the band's other ends are not replayed (each estimate is a point,
+    at its likely start); the likely replay stops where it is, and the jobs it had not started by
+    then get no estimate (the caller keeps their last one); with no time at all, none do."""
+    out_of_time = (lambda: time_left() <= 0) if time_left is not None else None
     targets = estimated_jobs(snapshot, max_jobs)
-    if not targets:
+    if not targets or (out_of_time is not None and out_of_time()):
         return {}
     jobs = (*(job for job in snapshot.jobs if job.is_live), *targets)
     left = {job.name: remaining(job, now, history) for job in jobs}
@@ -139,19 +148,24 @@ def estimate_starts(
     def played(end: int) -> Replay:
         durations = {name: value.ends[end] for name, value in left.items()}
         replay = _replay(snapshot, jobs, targets, now, config, durations, stop_s=STOP_S_BY_END[end])
-        replay.play(until_s=horizon.total_seconds(), max_events=max_events)
+        replay.play(until_s=horizon.total_seconds(), max_events=max_events, stop=out_of_time)
         return replay
 
     likely = played(1)
     stopped = likely.counts["preemptions"] + likely.counts["plan_window_stops"]
     stops = bool(stopped) or any(job.state in STOPPING for job in jobs)
-    replays = {1: likely, **{end: played(end) for end in _other_ends(left.values(), stops=stops)}}
+    replays = {1: likely}
+    for end in () if likely.interrupted else _other_ends(left.values(), stops=stops):
+        replays[end] = played(end)
+    banded = not any(replay.interrupted for replay in replays.values())
     cut_short = bool(likely.waiting) and bool(likely.events) and likely.events[0][0] <= horizon.total_seconds()
     holding = likely.still_holding()
     estimates = {}
     for job in targets:
+        if likely.interrupted and job.name not in likely.started:
+            continue
         outside = _outside(job, snapshot.external_usage)
-        earliest, at, latest = _sorted_starts(replays, job.name)
+        earliest, at, latest = _sorted_starts(replays if banded else {1: likely}, job.name)
         if job.name in likely.budget_held and math.isinf(at):
             estimates[job.name] = StartEstimate(job.name, None, _held_by_budget(job, now))
             continue
@@ -163,10 +177,10 @@ def estimate_starts(
         estimates[job.name] = StartEstimate(
             job.name,
             now + timedelta(seconds=at),
-            assumes(sources) + outside,
+            assumes(sources) + outside + ("" if banded else UNBANDED),
             earliest=now + timedelta(seconds=earliest),
             latest=None if math.isinf(latest) else now + timedelta(seconds=latest),
-            kind=kind_of(sources),
+            kind=kind_of(sources) if banded else EstimateKind.POINT,
         )
     return estimates
 

@@ -39,6 +39,9 @@ class StartEstimate:
     """The latest start the band allows; None when `at` is, or when the job does not start within
     the replay's horizon with long durations."""
     kind: EstimateKind = EstimateKind.POINT
+    computed_at: datetime | None = None
+    """When a pass computed it; None: the pass whose summary holds it. A pass that ran out of time
+    for estimates keeps the last ones of the jobs it could not estimate, with their own time."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ TeamInUse, TeamBorrowed, TeamPending, TeamWaitTime (team_metrics.py); ends of at
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
 logger = Logger(service="smq")
 NAMESPACE = "smq"
+AFTER_ESTIMATES_S = 10.0
+"""Seconds an invocation keeps, after its start estimates, to publish them and its metrics."""
 metrics = Metrics(namespace=NAMESPACE, service="smq")
 
 
@@ -232,7 +235,7 @@ def _schedule(
 ) -> dict[str, Any]:
     """The pass every invocation ends with, its metrics and its summary."""
     lease_for = None if context is None else _lease_duration(context.get_remaining_time_in_millis())
-    report = scheduler.schedule(lease_for=lease_for)
+    report = scheduler.schedule(lease_for=lease_for, time_left=None if context is None else _time_left(context))
     job_errors = job_errors + report.job_errors
     _record(report, job_errors, reconciliation)
     return {
@@ -247,6 +250,12 @@ def _schedule(
         "stuck": report.stuck,
         "invariant_violations": [str(violation) for violation in report.invariant_violations],
     }
+
+
+def _time_left(context: LambdaContext) -> Callable[[], float]:
+    """Seconds the invocation has left for the read-only work after the lease (start estimates),
+    keeping AFTER_ESTIMATES_S for publishing them and the metrics."""
+    return lambda: context.get_remaining_time_in_millis() / 1000 - AFTER_ESTIMATES_S
 
 
 def _lease_duration(remaining_millis: int) -> timedelta:

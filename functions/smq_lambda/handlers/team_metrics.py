@@ -3,7 +3,7 @@ metrics have `pool`), from the team measures of the pass summary (service/team_m
 
 * TeamInUse: instances the team's live jobs hold;
 * TeamBorrowed: instances it holds beyond its quota;
-* TeamPending: its pending jobs the pass saw, capped by the pass's window (so a lower bound of
+* TeamPending: its pending jobs the pass saw, capped by the fronts the pass read (so a lower bound of
   the team's queue; GET /quotas counts them exactly when asked);
 * TeamWaitTime: the longest wait among those jobs, in seconds (from submission, or from the end
   of the last attempt); only while the team has some.

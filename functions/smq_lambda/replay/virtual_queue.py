@@ -78,15 +78,23 @@ class VirtualQueue:
         self.counts: Counter[str] = Counter()
         self.lost: dict[str, float] = {"preemption": 0.0, "interruption": 0.0}
         self.pass_scheduled = False
+        self.interrupted = False
+        """`play` was stopped by its `stop` before it was done (a deadline): what it did not reach is unknown."""
         self.team_usage: Mapping[str, float] = {}  # what every pass sees of the teams' past use
         self.plans: Mapping[str, TrainingPlan] = {}  # per plan pool (`plan:<name>`), its plan; a run with plans sets it
 
-    def play(self, *, until_s: float = math.inf, max_events: int | None = None) -> int:
+    def play(
+        self, *, until_s: float = math.inf, max_events: int | None = None, stop: Callable[[], bool] | None = None
+    ) -> int:
         """Handle events, a pass after each moment's, until none is left, the next lies past `until_s`,
-        `max_events` were handled (checked between moments) or `done()`; returns the events handled."""
+        `max_events` were handled or `stop()` says so (both checked between moments), or `done()`;
+        returns the events handled. `interrupted` says whether `stop()` ended it early."""
         handled = 0
         while self.events and self.events[0][0] <= until_s and not self.done():
             if max_events is not None and handled >= max_events:
+                break
+            if stop is not None and stop():
+                self.interrupted = True
                 break
             moment = self.events[0][0]
             self._advance(moment)

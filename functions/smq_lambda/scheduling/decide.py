@@ -46,7 +46,7 @@ borrowing phase, after every job within a quota, and a job behind its team's hea
 phase, after the borrowers, who may yet take those instances. Actions come out in the order they were decided (the starts, stops and wait of one job
 together).
 
-A pass may see only the first pending jobs of each pool (see `window`): the jobs that could start,
+A pass may see only the first pending jobs of each pool (see `queue_front`): the jobs that could start,
 the head, and a look-ahead behind it. Every decision depends only on jobs ahead of the one decided
 (and on the live jobs, all of which are seen), so deciding over that prefix decides its jobs exactly
 as over the whole queue. Jobs a gate holds (`gates`: larger than their pool or than their team may
@@ -112,7 +112,7 @@ def decide(snapshot: Snapshot, now: datetime, config: SchedulerConfig) -> list[A
 
 def decide_pass(snapshot: Snapshot, now: datetime, config: SchedulerConfig, measured: Ledger | None = None) -> Decision:
     """`decide`, with the heads the pass found. `measured`: the snapshot's ledger when the caller
-    measured it already to size its windows (pending jobs hold nothing, so the ledger of the live
+    measured it already to size its fronts (pending jobs hold nothing, so the ledger of the live
     jobs is the snapshot's, measured under the configuration in force at `now`); the pass takes it
     over and updates it as it decides."""
     state, inputs, features = open_pass(snapshot, now, config, measured)

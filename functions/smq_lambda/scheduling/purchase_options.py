@@ -90,9 +90,9 @@ def offer(job: Job, now: datetime, spot: SpotSection, rates: Mapping[str, float]
     return Offer(replace(job, placements=(*first, *later)), note)
 
 
-def listed_windows(sizes: Mapping[K, int]) -> dict[K, int]:
-    """Pending windows (scheduling/window.py) as the pass reads them: no job is listed under a spot
-    pool (a spot job is listed under its type), so a spot pool's window (keyed by pool, or by pool
+def listed_fronts(sizes: Mapping[K, int]) -> dict[K, int]:
+    """Queue fronts (scheduling/queue_front.py) as the pass reads them: no job is listed under a spot
+    pool (a spot job is listed under its type), so a spot pool's front (keyed by pool, or by pool
     and team) is read from its type's listing, added to the type's own."""
     listed: dict[K, int] = {}
     for key, size in sizes.items():

@@ -49,8 +49,8 @@ class Snapshot:
     outside it (training jobs outside the queue, warm pools), and what the teams' fair share, budgets
     and spot rates need.
 
-    `jobs` holds every live job and the pending jobs the pass read (each pool's window:
-    scheduling/window.py); finished jobs play no part in a pass.
+    `jobs` holds every live job and the pending jobs the pass read (each pool's front:
+    scheduling/queue_front.py); finished jobs play no part in a pass.
     """
 
     jobs: tuple[Job, ...]

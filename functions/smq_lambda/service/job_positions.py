@@ -32,7 +32,7 @@ class PositionedJob:
     estimate_at_next_pass: bool = False
     """A pending job no pass has seen as it is (just submitted, or changed since): the next pass,
     within seconds, estimates its start. The API does not replay the queue itself: that needs what
-    a pass reads (the live jobs, the pools' windows, the learned durations), on the request's path."""
+    a pass reads (the live jobs, the pools' fronts, the learned durations), on the request's path."""
     estimated_cost: CostEstimate | None = None
     """What the job is expected to cost under the prices in force; None when unpriced."""
 

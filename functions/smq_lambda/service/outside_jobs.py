@@ -11,9 +11,9 @@ asked, the stop goes ahead (stopping twice is harmless; a job left running is no
 notification may then repeat.
 
 Events can be lost, so reconciliation also sweeps the training jobs created in the last
-`SWEEP_WINDOW` (`sweep`): a violating job whose `Starting` event never came is stopped within one
+`SWEEP_LOOKBACK` (`sweep`): a violating job whose `Starting` event never came is stopped within one
 reconciliation period. Older jobs are left alone, so tightening the policy never stops work that
-was already running before it (beyond that window).
+was already running before it (beyond that lookback).
 
 A queue attempt is told apart by the job and attempt its tags name *and* the name the queue gives
 that attempt (`is_own_attempt`), never by the tags alone, which anyone can set. A training job
@@ -44,7 +44,7 @@ logger = Logger(service="smq", child=True)
 
 STARTING = "Starting"
 STOPPING = "Stopping"
-SWEEP_WINDOW = timedelta(minutes=15)
+SWEEP_LOOKBACK = timedelta(minutes=15)
 """Three reconciliation periods: a job is swept at least twice even when one reconciliation fails."""
 
 
@@ -89,10 +89,10 @@ class OutsideJobs:
 
     def sweep(self) -> list[OutsideJobCheck]:
         """Apply the policy to every training job outside the queue created in the last
-        `SWEEP_WINDOW` that still runs; returns what was stopped. Listing them failing is logged and
+        `SWEEP_LOOKBACK` that still runs; returns what was stopped. Listing them failing is logged and
         left to the next reconciliation."""
         try:
-            details = self._training.in_progress_since(self._clock() - SWEEP_WINDOW)
+            details = self._training.in_progress_since(self._clock() - SWEEP_LOOKBACK)
         except TrainingServiceError as exc:
             logger.warning(
                 "could not list recent training jobs; the next reconciliation sweeps", extra={"error": str(exc)}

@@ -45,7 +45,7 @@ def pass_summary(
     first for it.
 
     With quotas configured, also each team's share of those pools (service/team_measures.py);
-    `pending` are the pending jobs the pass saw (its windows), counted per team and pool with the
+    `pending` are the pending jobs the pass saw (its fronts), counted per team and pool with the
     longest wait among them."""
     held = [job for job in live if job.state in LIVE_STATES]
     warm = tuple(warm_pools)

@@ -67,13 +67,17 @@ class PassSummaryReader:
         )
 
     def estimate_for(self, job: Job) -> EstimatedStart | None:
-        """The pass's estimated start of a pending job it saw as it is (a job changed since, say
-        reprioritized, waits for the next pass's)."""
+        """The estimated start of a pending job as the pass that computed it saw it (a job changed
+        since, say reprioritized, waits for the next pass's). A pass out of time for estimates keeps
+        the last ones, so `computed_at` may be older than the summary: a reader sees its age."""
         estimate = self.estimates.get(job.name)
-        if estimate is None or job.state is not JobState.PENDING or not self.current_for(job):
+        if estimate is None or job.state is not JobState.PENDING:
+            return None
+        computed_at = estimate.computed_at or self.measured_at
+        if (job.updated_at or job.submitted_at) > computed_at:
             return None
         return EstimatedStart(
-            estimate.at, estimate.assumed, self.measured_at, estimate.earliest, estimate.latest, estimate.kind
+            estimate.at, estimate.assumed, computed_at, estimate.earliest, estimate.latest, estimate.kind
         )
 
 

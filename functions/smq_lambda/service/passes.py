@@ -41,13 +41,13 @@ from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.decide import Decision, decide_pass
 from smq_lambda.scheduling.invariants import Violation, check_pass
 from smq_lambda.scheduling.plan_windows import in_force
-from smq_lambda.scheduling.purchase_options import listed_windows
+from smq_lambda.scheduling.purchase_options import listed_fronts
+from smq_lambda.scheduling.queue_front import front_sizes, team_front_sizes
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
-from smq_lambda.scheduling.window import team_window_sizes, window_sizes
 from smq_lambda.service.job_effects import Created, JobEffects, isolated
 from smq_lambda.service.pass_measures import count_stuck, pass_summary
 from smq_lambda.service.spot_interruptions import rates_for_pass
-from smq_lambda.service.start_estimates import StartEstimates
+from smq_lambda.service.start_estimates import StartEstimates, carried, keep_first, with_first
 from smq_lambda.service.team_usage import TeamUsageKeeper
 
 logger = Logger(service="smq", child=True)
@@ -84,6 +84,15 @@ class PassReport:
     pass of the call, when the stack keeps warm pools)."""
 
 
+@dataclass(frozen=True)
+class LastPass:
+    """What the start estimates of a call's last pass replay: the jobs as it left them."""
+
+    snapshot: Snapshot
+    now: datetime
+    config: SchedulerConfig
+
+
 class Passes:
     def __init__(
         self,
@@ -116,10 +125,15 @@ class Passes:
         self._spot_interruptions = spot_interruptions
         self._warm_pools = warm_pools
 
-    def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
+    def schedule(
+        self, *, lease_for: timedelta | None = None, time_left: Callable[[], float] | None = None
+    ) -> PassReport:
         """Run passes until no one asked for another, holding the lease (for `lease_for`, or the
         lease's default); a caller that finds the lease taken leaves a rerun request for the holder
-        and returns at once."""
+        and returns at once. The lease is held only to decide and write: the last pass's start
+        estimates and the warm-pool totals are made after it is released, in the seconds
+        `time_left` gives (a deadline; None: no limit), which they never run over (see
+        `_after_lease`)."""
         report = PassReport()
         owner = uuid.uuid4().hex
         if not self._lease.try_acquire(owner, self._clock(), lease_for):
@@ -130,22 +144,40 @@ class Passes:
                 return report
         try:
             while True:
-                if self._run_pass(report):
+                another, last = self._run_pass(report)
+                if another:
                     continue
                 if self._lease.release(owner):
-                    return report
+                    break
         except BaseException:
             self._lease.abandon(owner)
             raise
+        self._after_lease(report, last, time_left)
+        return report
 
-    def _run_pass(self, report: PassReport) -> bool:
+    def _after_lease(self, report: PassReport, last: LastPass, time_left: Callable[[], float] | None) -> None:
+        """The read-only work of the call's last pass, once the lease is released: its start
+        estimates, published into its summary unless a later pass published one meanwhile (the
+        jobs the deadline left unestimated keep the last estimates they had, with their age), and
+        the warm-pool totals. A failure here costs estimates, never a decision."""
+        report.warm_totals = self._warm_pools.totals() if self._warm_pools is not None else None
+        estimates = self._start_estimates.estimate(last.snapshot, last.now, last.config, time_left)
+        if not estimates or report.summary is None:
+            return
+        summary = with_first(replace(report.summary, estimates={**report.summary.estimates, **estimates}))
+        report.summary = summary
+        self._publish(summary)
+
+    def _run_pass(self, report: PassReport) -> tuple[bool, LastPass]:
         """One decide-and-apply pass; True when a refused start freed capacity worth another pass
-        (at most MAX_PASSES in one call). Only the last pass of a call estimates start times: the
-        estimates of a pass followed at once by another would be replaced before anyone read them.
+        (at most MAX_PASSES in one call), and what the call's estimates need of it. Only the last
+        pass of a call estimates start times (after the lease: `_after_lease`): the estimates of a
+        pass followed at once by another would be replaced before anyone read them. Until then its
+        summary carries the last estimates of the jobs still waiting, with their age.
 
         It reads what its decisions can depend on: every live job and the outside usage, exactly
         (`JobStore.in_use`), and per pool (with team quotas, also per team and pool) the first
-        pending jobs as far as they can matter (see scheduling/window.py), never the whole queue;
+        pending jobs as far as they can matter (see scheduling/queue_front.py), never the whole queue;
         with team quotas, also the teams' past usage (see service/team_usage.py); with a hold
         budget, the teams' spend this month and the prices (see scheduling/budget_hold.py); with an
         adaptive `spot` section, the spot interruption rates (service/spot_interruptions.py); the warm
@@ -155,11 +187,11 @@ class Passes:
         """
         report.passes += 1
         now = self._clock()
-        config = in_force(self._config.load(), now)  # the same in force as in decide_pass: it sizes the windows
+        config = in_force(self._config.load(), now)  # the same in force as in decide_pass: it sizes the fronts
         held = self._store.in_use()
         warm = tuple(self._warm_pools.available(now)) if self._warm_pools is not None else ()
         ledger = Ledger.measure(Snapshot(jobs=tuple(held.live), external_usage=held.outside, warm_pools=warm), config)
-        # One measurement per pass: it sizes the windows, then the pass decides on it (pending jobs
+        # One measurement per pass: it sizes the fronts, then the pass decides on it (pending jobs
         # hold nothing, so it is the ledger of the whole snapshot).
         pools = sorted(set(config.pools) | held.pools)
         pending = self._pending(pools, ledger, config, held, now)
@@ -201,16 +233,14 @@ class Passes:
             summary, budget_held=decision.budget_held, explained=decision.explained, spot_rates=snapshot.spot_rates
         )
         another = len(report.refused) > refused_before and report.passes < MAX_PASSES
-        if not another:
-            left = replace(snapshot, jobs=tuple(after.values()))  # the estimates replay what the pass saw
-            # After the actions were applied, off the path of any start or stop.
-            summary = replace(summary, estimates=self._start_estimates.estimate(left, now, config))
-            report.warm_totals = self._warm_pools.totals() if self._warm_pools is not None else None
-        summary, accuracy = self._start_estimates.keep_first(summary, report.started[started_before:])
+        previous = self._start_estimates.latest()
+        summary = replace(summary, estimates=carried(previous, {job.name for job in waiting}))
+        summary, accuracy = keep_first(summary, report.started[started_before:], previous)
         report.start_accuracy.extend(accuracy)
         report.summary = summary
         self._publish(summary)
-        return another
+        left = replace(snapshot, jobs=tuple(after.values()))  # the estimates replay what the pass saw
+        return another, LastPass(left, now, config)
 
     def _check(
         self, snapshot: Snapshot, config: SchedulerConfig, decision: Decision, now: datetime, report: PassReport
@@ -238,24 +268,24 @@ class Passes:
     def _pending(
         self, pools: list[str], ledger: Ledger, config: SchedulerConfig, held: InUse, now: datetime
     ) -> list[Job]:
-        """The pending jobs of every window (each pool's, and with quotas each team's in each pool,
+        """The pending jobs of every front (each pool's, and with quotas each team's in each pool,
         removed teams' included), each once, the live ones left out (the index may lag a start)."""
-        sizes = window_sizes(pools, ledger, backfill=config.backfill)
-        windows = [self._store.pending_window(pool, size) for pool, size in listed_windows(sizes).items()]
-        team_windows = listed_windows(
-            team_window_sizes(pools, ledger, config.teams, backfill=config.backfill, team_tags=held.team_tags)
+        sizes = front_sizes(pools, ledger, backfill=config.backfill)
+        fronts = [self._store.pending_front(pool, size) for pool, size in listed_fronts(sizes).items()]
+        team_fronts = listed_fronts(
+            team_front_sizes(pools, ledger, config.teams, backfill=config.backfill, team_tags=held.team_tags)
         )
         seen_teams: set[str] = set()
-        for (pool, team), size in team_windows.items():
-            window = self._store.pending_window(pool, size, team=team)
-            if window:
+        for (pool, team), size in team_fronts.items():
+            front = self._store.pending_front(pool, size, team=team)
+            if front:
                 seen_teams.add(team)
-            windows.append(window)
-        self._forget_drained_teams(pools, config, held, seen_teams, set(team_windows), now)
+            fronts.append(front)
+        self._forget_drained_teams(pools, config, held, seen_teams, set(team_fronts), now)
         live = {job.name for job in held.live}
         pending: dict[str, Job] = {}
-        for window in windows:
-            for job in window:
+        for front in fronts:
+            for job in front:
                 if job.name not in live and job.state is JobState.PENDING:
                     pending.setdefault(job.name, job)
         return list(pending.values())
@@ -273,14 +303,14 @@ class Passes:
         theirs is pending in any pool, so removed teams cost no reads for ever. Submission refuses
         such values while quotas are configured, and only values last submitted FORGET_TEAM_TAG_AFTER
         ago or more are forgotten, far longer than the pending index lags a submission or the API
-        caches the configuration (a submission meanwhile keeps the value: the store's condition). `seen`: the values whose windows this pass found jobs in; `read`:
-        the (pool, value) windows it read."""
+        caches the configuration (a submission meanwhile keeps the value: the store's condition). `seen`: the values whose fronts this pass found jobs in; `read`:
+        the (pool, value) fronts it read."""
         if not config.teams.enabled:
             return
         for team, registered_at in sorted(held.team_tags.items()):
             if not config.teams.unconfigured(team) or team in seen or now - registered_at < FORGET_TEAM_TAG_AFTER:
                 continue
-            if any(self._store.pending_window(pool, 1, team=team) for pool in pools if (pool, team) not in read):
+            if any(self._store.pending_front(pool, 1, team=team) for pool in pools if (pool, team) not in read):
                 continue
             try:
                 self._store.forget_team_tag(team, registered_at)

@@ -125,7 +125,7 @@ class QueueService:
 
     def submit(self, request: object, caller: str) -> PositionedJob:
         """Queue a CreateTrainingJob request owned by `caller` (InvalidRequest, PolicyViolation,
-        AccessDenied, JobConflict). Its team tag value is registered for the scheduler's team windows
+        AccessDenied, JobConflict). Its team tag value is registered for the scheduler's team fronts
         only while quotas are configured, where unknown values are refused, so the registry stays bounded."""
         config = self._config.load()
         job = new_job(

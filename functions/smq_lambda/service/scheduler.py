@@ -150,5 +150,7 @@ class Scheduler:
     def reconcile(self) -> Reconciliation:
         return self._reconciler.reconcile()
 
-    def schedule(self, *, lease_for: timedelta | None = None) -> PassReport:
-        return self._passes.schedule(lease_for=lease_for)
+    def schedule(
+        self, *, lease_for: timedelta | None = None, time_left: Callable[[], float] | None = None
+    ) -> PassReport:
+        return self._passes.schedule(lease_for=lease_for, time_left=time_left)

@@ -30,7 +30,7 @@ WAITED = "waited"
 
 
 @dataclass
-class AccuracyLedger:
+class AccuracyTally:
     """The estimates of one kind (say, each job's first, by learned durations): open until their
     job starts, then measured."""
 

@@ -48,7 +48,7 @@ from smq_lambda.forecast.durations import (
 )
 from smq_lambda.forecast.estimate import estimate_starts, estimated_jobs
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot
-from smq_lambda.simulation.accuracy import AccuracyLedger
+from smq_lambda.simulation.accuracy import AccuracyTally
 
 SAMPLE_EVERY = timedelta(minutes=30)
 WAYS = ("learned", "max_runtime")
@@ -64,7 +64,7 @@ class EstimateRecorder:
         self.every = every
         self.sampled_at: datetime | None = None
         self.summaries: dict[DurationKey, DurationSummary] = {}
-        self.ledgers = {(way, moment): AccuracyLedger() for way in WAYS for moment in MOMENTS}
+        self.tallies = {(way, moment): AccuracyTally() for way in WAYS for moment in MOMENTS}
         self.estimated: set[str] = set()
         """Jobs given their first estimate of the wait they are in."""
         self.passes = 0
@@ -85,15 +85,15 @@ class EstimateRecorder:
         for way, history in histories.items():
             estimates = estimate_starts(snapshot, now, self.config, history)
             for job in first:
-                self.ledgers[(way, "submission")].give(estimates[job.name], job.priority, now)
+                self.tallies[(way, "submission")].give(estimates[job.name], job.priority, now)
             for job in pending if sample else ():
-                self.ledgers[(way, "passes")].give(estimates[job.name], job.priority, now)
+                self.tallies[(way, "passes")].give(estimates[job.name], job.priority, now)
         self.estimated.update(job.name for job in first)
 
     def started(self, job_name: str, now: datetime) -> None:
         self.estimated.discard(job_name)
-        for ledger in self.ledgers.values():
-            ledger.started(job_name, now)
+        for tally in self.tallies.values():
+            tally.started(job_name, now)
 
     def completing(self, job: Job, now: datetime) -> None:
         """`job`, running, completes now: its total training joins its summaries, as the live
@@ -109,6 +109,6 @@ class EstimateRecorder:
         """Per way and moment, the figures of simulation/accuracy.py; how many passes estimated, and
         how far apart the samples of `passes` are."""
         figures: dict[str, Any] = {
-            way: {moment: self.ledgers[(way, moment)].report() for moment in MOMENTS} for way in WAYS
+            way: {moment: self.tallies[(way, moment)].report() for moment in MOMENTS} for way in WAYS
         }
         return {**figures, "estimating_passes": self.passes, "sample_every_s": self.every.total_seconds()}

@@ -1,4 +1,4 @@
-"""What the store reads: never a scan, the pending index no further than a window, counts added
+"""What the store reads: never a scan, the pending index no further than a queue front, counts added
 up over pages."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_nothing_ever_scans(dynamodb_client: Any, table: str, requests_to: Reque
     store.record_outside("by-hand", {G5: 2}, holding=False)
     store.replace_outside({"scripted": {P5: 1}})
     store.in_use()
-    store.pending_window(G5, 5)
+    store.pending_front(G5, 5)
     store.count_pending(G5)
     store.count_pending(G5, after="0", before="z")
     store.list_jobs(states=list(JobState), limit=1)
@@ -44,22 +44,22 @@ def test_nothing_ever_scans(dynamodb_client: Any, table: str, requests_to: Reque
 def test_passes_and_listings_never_read_the_pending_index_whole(
     dynamodb_client: Any, table: str, requests_to: Requests
 ) -> None:
-    """A window is one bounded Query; listings use the by-state index; only counts read far."""
+    """A queue front is one bounded Query; listings use the by-state index; only counts read far."""
     store = DynamoJobStore(table, dynamodb_client)
     for minute in range(6):
         store.create(job(f"j{minute}", minute=minute))
 
-    window = store.pending_window(G5, 2)
+    front = store.pending_front(G5, 2)
     store.list_jobs(states=[JobState.PENDING], pool=G5)
 
-    assert [each.name for each in window] == ["j0", "j1"]
-    window_query, listing = requests_to.of("Query")
-    assert window_query["IndexName"] == "pending-by-pool"
-    assert window_query["Limit"] == 2
+    assert [each.name for each in front] == ["j0", "j1"]
+    front_query, listing = requests_to.of("Query")
+    assert front_query["IndexName"] == "pending-by-pool"
+    assert front_query["Limit"] == 2
     assert listing["IndexName"] == "by-state"
 
 
-def _window_query(limit: int, **extra: Any) -> dict[str, Any]:
+def _front_query(limit: int, **extra: Any) -> dict[str, Any]:
     return {
         "TableName": STUB_TABLE,
         "IndexName": "pending-by-pool",
@@ -71,35 +71,35 @@ def _window_query(limit: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_pending_window_queries_no_further_than_its_limit(stub: Stubber, offline_client: Any) -> None:
+def test_pending_front_queries_no_further_than_its_limit(stub: Stubber, offline_client: Any) -> None:
     pending = [replace(job(f"j{index}", minute=index), version=1) for index in range(4)]
     last_key = {"name": {"S": "j1"}, "pending_pool": {"S": G5}, "order_key": {"S": job_order_key(pending[1])}}
     stub.add_response(
         "query",
         {"Items": [projected(each) for each in pending[:2]], "Count": 2, "LastEvaluatedKey": last_key},
-        _window_query(3),
+        _front_query(3),
     )
     stub.add_response(
         "query",
         {"Items": [projected(each) for each in pending[2:]], "Count": 2, "LastEvaluatedKey": {"name": {"S": "j3"}}},
-        _window_query(3, ExclusiveStartKey=last_key),
+        _front_query(3, ExclusiveStartKey=last_key),
     )
 
-    window = DynamoJobStore(STUB_TABLE, offline_client).pending_window(G5, 3)
+    front = DynamoJobStore(STUB_TABLE, offline_client).pending_front(G5, 3)
 
-    assert window == pending[:3]
-    assert all(each.request == {} and each.history == () for each in window)
+    assert front == pending[:3]
+    assert all(each.request == {} and each.history == () for each in front)
 
 
-def test_pending_window_reads_pages_no_larger_than_the_stores(stub: Stubber, offline_client: Any) -> None:
-    stub.add_response("query", {"Items": [], "Count": 0}, _window_query(2))
+def test_pending_front_reads_pages_no_larger_than_the_stores(stub: Stubber, offline_client: Any) -> None:
+    stub.add_response("query", {"Items": [], "Count": 0}, _front_query(2))
 
-    assert DynamoJobStore(STUB_TABLE, offline_client, page_size=2).pending_window(G5, 50) == []
+    assert DynamoJobStore(STUB_TABLE, offline_client, page_size=2).pending_front(G5, 50) == []
 
 
 @pytest.mark.parametrize("limit", [0, -1])
-def test_an_empty_window_reads_nothing(stub: Stubber, offline_client: Any, limit: int) -> None:
-    assert DynamoJobStore(STUB_TABLE, offline_client).pending_window(G5, limit) == []
+def test_an_empty_front_reads_nothing(stub: Stubber, offline_client: Any, limit: int) -> None:
+    assert DynamoJobStore(STUB_TABLE, offline_client).pending_front(G5, limit) == []
 
 
 def _count_query(condition: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -174,7 +174,7 @@ def test_a_save_of_a_job_this_store_did_not_read_sends_its_request(
 
 def test_a_summary_of_the_pending_index_is_never_saved(store: DynamoJobStore) -> None:
     created = store.create(job("summary"))
-    (summary,) = store.pending_window(G5, 1)
+    (summary,) = store.pending_front(G5, 1)
 
     with pytest.raises(ValueError, match="summary"):
         store.save(lifecycle.explain(summary, T0, "waits"), expected_version=created.version)

@@ -71,11 +71,11 @@ def _fail_list(stub: Stubber, code: str) -> Act:
     return lambda store: store.list_jobs(states=[JobState.PENDING])
 
 
-def _fail_pending_window(stub: Stubber, code: str) -> Act:
+def _fail_pending_front(stub: Stubber, code: str) -> Act:
     first_page = {"Items": [projected(replace(job("a"), version=1))], "Count": 1, "ScannedCount": 1}
     stub.add_response("query", {**first_page, "LastEvaluatedKey": {"name": {"S": "a"}}}, None)
     _errors(stub, "query", code)
-    return lambda store: store.pending_window(G5, 5)
+    return lambda store: store.pending_front(G5, 5)
 
 
 def _fail_count_pending(stub: Stubber, code: str) -> Act:
@@ -119,7 +119,7 @@ FAILING_CALLS: dict[str, Callable[[Stubber, str], Act]] = {
     "create, registry": _fail_create_registry,
     "create": _fail_create,
     "list_jobs": _fail_list,
-    "pending_window, second page": _fail_pending_window,
+    "pending_front, second page": _fail_pending_front,
     "count_pending, second page": _fail_count_pending,
     "in_use, registry": _fail_in_use_registry,
     "in_use, pool items": _fail_in_use_pools,
@@ -243,7 +243,7 @@ OUT_OF_REACH_CALLS: dict[str, Act] = {
     "create": lambda store: store.create(job("a")),
     "list_jobs": lambda store: store.list_jobs(states=[JobState.PENDING]),
     "in_use": lambda store: store.in_use(),
-    "pending_window": lambda store: store.pending_window(G5, 5),
+    "pending_front": lambda store: store.pending_front(G5, 5),
     "count_pending": lambda store: store.count_pending(G5, after="a", before="b"),
     "record_outside": lambda store: store.record_outside("by-hand", {G5: 1}, holding=False),
     "replace_outside": lambda store: store.replace_outside({"by-hand": {G5: 1}}),

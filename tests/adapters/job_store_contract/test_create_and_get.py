@@ -129,7 +129,7 @@ def test_earlier_jobs_are_in_no_listing_and_no_queue(subject: Subject) -> None:
 
     assert [(each.name, each.job_id) for each in listed.jobs] == [("reused", "newest"), ("other", other_id(subject))]
     assert subject.store.in_use().live == []
-    assert [each.job_id for each in subject.store.pending_window(G5, 10)] == ["newest", other_id(subject)]
+    assert [each.job_id for each in subject.store.pending_front(G5, 10)] == ["newest", other_id(subject)]
     assert subject.store.count_pending(G5) == 2
     archived_item = subject.item(archive_key("reused", "old"))
     assert archived_item is not None

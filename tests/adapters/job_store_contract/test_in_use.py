@@ -90,7 +90,7 @@ def test_a_job_leaves_in_use_when_it_ends_or_returns_to_pending(subject: Subject
     assert live_before.is_live and not ended.is_live
     assert was_live == ["mover", "stays"]
     assert names(subject.store.in_use().live) == ["stays"]
-    assert names(subject.store.pending_window(G5, 10)) == (["mover"] if ended.state is JobState.PENDING else [])
+    assert names(subject.store.pending_front(G5, 10)) == (["mover"] if ended.state is JobState.PENDING else [])
 
 
 def test_a_requeued_job_is_live_again_when_it_starts_again(subject: Subject) -> None:
@@ -114,7 +114,7 @@ def test_a_heterogeneous_job_holds_every_pool_it_needs_and_waits_in_each(subject
     assert held.live[0].demand == {P5: 2, G5: 1}
     assert held.pools == {P5, G5}
     assert subject.store.in_use().live == []
-    assert subject.store.pending_window(P5, 10) == subject.store.pending_window(G5, 10) == [requeued]
+    assert subject.store.pending_front(P5, 10) == subject.store.pending_front(G5, 10) == [requeued]
     assert requeued.state is JobState.PENDING
 
 
@@ -178,6 +178,6 @@ def test_usage_records_are_no_jobs(subject: Subject) -> None:
     subject.store.replace_outside({"theirs": {G5: 3, P5: 1}})
 
     assert names(subject.store.list_jobs(states=ALL, limit=50).jobs) == ["ours", "waits"]
-    assert names(subject.store.pending_window(G5, 10)) == ["waits"]
+    assert names(subject.store.pending_front(G5, 10)) == ["waits"]
     assert subject.store.count_pending(G5) == 1
-    assert subject.store.pending_window(P5, 10) == []
+    assert subject.store.pending_front(P5, 10) == []

@@ -1,4 +1,4 @@
-"""The JobStore contract: `pending_window` and `count_pending`."""
+"""The JobStore contract: `pending_front` and `count_pending`."""
 
 from __future__ import annotations
 
@@ -30,52 +30,52 @@ from tests.adapters.job_store_contract.subjects import (
 JOBS_5 = [f"j{index}" for index in range(5)]
 
 
-def test_pending_window_lists_only_that_pools_pending_jobs_in_order(subject: Subject) -> None:
+def test_pending_front_lists_only_that_pools_pending_jobs_in_order(subject: Subject) -> None:
     for minute, (name, priority) in enumerate([("c", 0), ("a", 3), ("b", 3), ("d", -1), ("e", 0)]):
         put(subject.store, job(name, priority=priority, minute=minute))
     put(subject.store, job("other-pool", priority=50, pool=P5))
     put(subject.store, job("live", priority=50), JobState.RUNNING)
     put(subject.store, job("done", priority=50), JobState.COMPLETED)
 
-    assert names(subject.store.pending_window(G5, 10)) == ["a", "b", "c", "e", "d"]
-    assert names(subject.store.pending_window(P5, 10)) == ["other-pool"]
-    assert subject.store.pending_window("ml.unknown", 10) == []
+    assert names(subject.store.pending_front(G5, 10)) == ["a", "b", "c", "e", "d"]
+    assert names(subject.store.pending_front(P5, 10)) == ["other-pool"]
+    assert subject.store.pending_front("ml.unknown", 10) == []
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(0, []), (1, ["j0"]), (3, ["j0", "j1", "j2"]), (5, JOBS_5)])
-def test_pending_window_reads_at_most_limit_jobs(subject: Subject, limit: int, expected: list[str]) -> None:
+def test_pending_front_reads_at_most_limit_jobs(subject: Subject, limit: int, expected: list[str]) -> None:
     for minute, name in enumerate(JOBS_5):
         put(subject.store, job(name, minute=minute))
 
-    assert names(subject.store.pending_window(G5, limit)) == expected
-    assert names(subject.store.pending_window(G5, limit + 10)) == JOBS_5
+    assert names(subject.store.pending_front(G5, limit)) == expected
+    assert names(subject.store.pending_front(G5, limit + 10)) == JOBS_5
 
 
-def test_a_job_leaves_the_pending_window_when_it_starts_and_returns_in_its_old_place(subject: Subject) -> None:
+def test_a_job_leaves_the_pending_front_when_it_starts_and_returns_in_its_old_place(subject: Subject) -> None:
     put(subject.store, job("first", minute=0))
     put(subject.store, job("second", minute=1))
 
     move(subject.store, "first", start, running)
-    pending_while_running = names(subject.store.pending_window(G5, 10))
+    pending_while_running = names(subject.store.pending_front(G5, 10))
     item_while_running = subject.item("first")
     move(subject.store, "first", preempt, requeue)
 
     assert pending_while_running == ["second"]
     assert item_while_running is not None and "pending_pool" not in item_while_running
-    assert names(subject.store.pending_window(G5, 10)) == ["first", "second"]
+    assert names(subject.store.pending_front(G5, 10)) == ["first", "second"]
     assert (subject.item("first") or {}).get("pending_pool") == {"S": G5}
 
 
-def test_a_reprioritized_job_moves_in_the_window(subject: Subject) -> None:
+def test_a_reprioritized_job_moves_in_the_front(subject: Subject) -> None:
     for minute, name in enumerate(JOBS_5):
         put(subject.store, job(name, minute=minute))
 
     move(subject.store, "j3", lambda current: lifecycle.reprioritize(current, NOW, 1, by=ALICE))
 
-    assert names(subject.store.pending_window(G5, 2)) == ["j3", "j0"]
+    assert names(subject.store.pending_front(G5, 2)) == ["j3", "j0"]
 
 
-def test_the_window_holds_summaries_with_what_a_decision_reads_but_no_request_or_history(subject: Subject) -> None:
+def test_the_front_holds_summaries_with_what_a_decision_reads_but_no_request_or_history(subject: Subject) -> None:
     """A job that has lived: earlier attempts, a refusal in backoff, a new priority, an earlier job
     of its name. Its summary is the job but for the request, the history and the counts of attempts
     no longer kept in full (a pass reads the whole job by key before it writes)."""
@@ -91,7 +91,7 @@ def test_the_window_holds_summaries_with_what_a_decision_reads_but_no_request_or
         lambda current: lifecycle.refuse_start(current, NOW, reason="CapacityError: none", lasting=False),
     )
 
-    (summary,) = subject.store.pending_window(G5, 10)
+    (summary,) = subject.store.pending_front(G5, 10)
 
     assert lived.request and lived.history and lived.earlier_outcomes and lived.earlier_job_ids == ("earlier",)
     assert summary == replace(lived, history=(), earlier_outcomes={}, earlier_job_ids=())

@@ -1,4 +1,4 @@
-"""The JobStore contract: a pending job that may use several pools is in every one's window and
+"""The JobStore contract: a pending job that may use several pools is in every one's front and
 count, as the same job, exactly while it is pending (adapters/pending_listing.py), whatever writes
 race; and never anywhere else."""
 
@@ -63,14 +63,14 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_a_pending_job_is_in_each_pools_window_and_count_as_the_same_job(subject: Subject, shape: str) -> None:
+def test_a_pending_job_is_in_each_pools_front_and_count_as_the_same_job(subject: Subject, shape: str) -> None:
     for minute in range(3):
         put(subject.store, job(f"g5-{minute}", minute=minute))
     created = subject.store.create(SHAPES[shape]("multi", minute=5))
     explained = move(subject.store, "multi", lambda current: lifecycle.explain(current, NOW, "waits"))
 
-    (in_p5,) = subject.store.pending_window(P5, 10)
-    in_g5 = subject.store.pending_window(G5, 10)
+    (in_p5,) = subject.store.pending_front(P5, 10)
+    in_g5 = subject.store.pending_front(G5, 10)
 
     assert in_p5 == in_g5[-1] == replace(explained, request={}, history=())
     assert in_p5.version == explained.version == created.version + 1
@@ -99,7 +99,7 @@ def test_a_listing_item_is_never_listed_read_or_held(subject: Subject, shape: st
     [((started,), JobState.STARTING), ((cancel,), JobState.CANCELLED), ((started, refuse), JobState.FAILED)],
     ids=["start", "cancel", "lasting-refusal"],
 )
-def test_a_job_leaves_every_window_when_it_leaves_pending_and_returns_to_each(
+def test_a_job_leaves_every_front_when_it_leaves_pending_and_returns_to_each(
     subject: Subject, shape: str, leave: tuple[Step, ...], state: JobState
 ) -> None:
     put(subject.store, SHAPES[shape]("multi"))
@@ -107,12 +107,12 @@ def test_a_job_leaves_every_window_when_it_leaves_pending_and_returns_to_each(
     left = move(subject.store, "multi", *leave)
 
     assert left.state is state
-    assert subject.store.pending_window(P5, 10) == subject.store.pending_window(G5, 10) == []
+    assert subject.store.pending_front(P5, 10) == subject.store.pending_front(G5, 10) == []
     assert subject.store.count_pending(G5) == 0
     assert listed_in(subject, "multi", P5, G5) == {P5: None, G5: None}
     if state is JobState.STARTING:
         back = move(subject.store, "multi", running, preempt, requeue)
-        assert subject.store.pending_window(P5, 10) == subject.store.pending_window(G5, 10) == [back]
+        assert subject.store.pending_front(P5, 10) == subject.store.pending_front(G5, 10) == [back]
         assert listed_in(subject, "multi", G5) == {G5: back.version}
 
 
@@ -132,14 +132,14 @@ def test_a_pool_filter_lists_a_pending_job_in_each_pool_it_waits_in_and_any_othe
     assert listed == {P5: ["multi"] if in_p5 else [], G5: ["multi"] if in_g5 else []}
 
 
-def test_a_reprioritized_job_moves_in_every_window(subject: Subject) -> None:
+def test_a_reprioritized_job_moves_in_every_front(subject: Subject) -> None:
     put(subject.store, job("g5-first", minute=0))
     put(subject.store, job("hetero", minute=1, groups=[(P5, 2), (G5, 1)]))
 
     move(subject.store, "hetero", lambda current: lifecycle.reprioritize(current, NOW, 5, by=ALICE))
 
-    assert names(subject.store.pending_window(G5, 10)) == ["hetero", "g5-first"]
-    assert subject.store.count_pending(G5, after=job_order_key(subject.store.pending_window(G5, 10)[0])) == 1
+    assert names(subject.store.pending_front(G5, 10)) == ["hetero", "g5-first"]
+    assert subject.store.count_pending(G5, after=job_order_key(subject.store.pending_front(G5, 10)[0])) == 1
 
 
 def test_a_finished_name_submitted_again_is_listed_in_each_pool(subject: Subject) -> None:
@@ -148,7 +148,7 @@ def test_a_finished_name_submitted_again_is_listed_in_each_pool(subject: Subject
     again = subject.store.create(job("reused", minute=9, groups=[(P5, 2), (G5, 1)], job_id="again"))
 
     assert again.earlier_job_ids
-    assert subject.store.pending_window(G5, 10) == [replace(again, earlier_job_ids=())]
+    assert subject.store.pending_front(G5, 10) == [replace(again, earlier_job_ids=())]
     assert listed_in(subject, "reused", G5) == {G5: 1}
 
 
@@ -160,7 +160,7 @@ def test_a_duplicate_save_changes_no_listing_item(subject: Subject) -> None:
         subject.store.save(started(created), expected_version=1)
 
     assert listed_in(subject, "hetero", G5) == {G5: explained.version}
-    assert subject.store.pending_window(G5, 10) == [explained]
+    assert subject.store.pending_front(G5, 10) == [explained]
 
 
 @pytest.mark.usefixtures("atomic_moto")
@@ -196,4 +196,4 @@ def test_concurrent_writers_leave_the_listing_items_as_the_winner_wrote_them(sub
     assert stored == outcomes[winner]
     pending = stored is not None and stored.state is JobState.PENDING
     assert listed_in(subject, "multi", G5) == {G5: 2 if pending else None}
-    assert subject.store.pending_window(G5, 10) == ([stored] if pending else [])
+    assert subject.store.pending_front(G5, 10) == ([stored] if pending else [])

@@ -16,34 +16,35 @@ cost is fixed per pool, whatever the depth of the queue. What it gives up, and s
   scheduler bounds the jobs it tests per cycle (`bf_max_job_test`).
 
 A job that may use several pools (a heterogeneous job's instance groups, a flexible job's
-preferences: `Job.where.pools`) is listed in each, so it is in every one of those pools' windows
-where its place there puts it, and holds back each pool it heads. The store pays for it: one more
-write per other pool on every save of such a job while it is pending (adapters/pending_listing.py).
+preferences: `Job.where.pools`) is listed in each, so it is in the front of every one of those
+pools' queues where its place there puts it, and holds back each pool it heads. The store pays for
+it: one more write per other pool on every save of such a job while it is pending
+(adapters/pending_listing.py).
 
-A pool without a limit (an unpooled type under `unlimited`) starts at most `UNLIMITED_WINDOW` jobs a
+A pool without a limit (an unpooled type under `unlimited`) starts at most `UNLIMITED_FRONT` jobs a
 pass; the events of those starts bring the next pass.
 
 With team quotas each team has a head of its own, and a team with free quota must not be hidden
-behind another team's backlog. So besides each pool's window the pass reads one window per team and
-pool (`team_window_sizes`, from the pending-by-team index), the same bound per head:
+behind another team's backlog. So besides each pool's front the pass reads one front per team and
+pool (`team_front_sizes`, from the pending-by-team index), the same bound per head:
 
     max(free, quota, 0) (could start) + 1 (the head) + the same look-ahead
 
 `free` is the pool's free instances and `quota` the team's quota in it. A team that reclaims lent
 instances has taken every free one first and starts at most its quota in all; one that does not
-starts at most the free instances: either way at most max(free, quota) jobs. The windows read are
+starts at most the free instances: either way at most max(free, quota) jobs. The fronts read are
 those of every configured team with a quota in the pool, of every team that may borrow while the
 pool has free instances, and of the unassigned group: jobs without a team tag (`""`) and, one
 partition each, jobs whose team tag names a team the configuration no longer does (a team removed
 since they were queued). Submission registers the team tag value of every job queued while quotas
 are configured (when it refuses values the configuration does not name, so the registry stays
 bounded), so those partitions are known without a scan; each is read with the unassigned group's
-bound, as otherwise such a job would be seen through its pool's window only, and starve behind the
+bound, as otherwise such a job would be seen through its pool's front only, and starve behind the
 teams' backlog while the unassigned quota idles. The limit: a job queued while no quotas were
 configured (or before the API re-read the configuration that brought them) registers nothing, so if
 its team tag names no configured team (and no job queued under quotas registered the same value) it
-runs as unassigned but is read through its pool's window only, and may wait behind the teams'
-backlog. Pools without a limit have no quotas and no team windows. A job read in two windows (two
+runs as unassigned but is read through its pool's front only, and may wait behind the teams'
+backlog. Pools without a limit have no quotas and no team fronts. A job read in two fronts (two
 pools', or its pool's and its team's) is decided over once.
 """
 
@@ -56,24 +57,24 @@ from smq_lambda.scheduling.capacity import Ledger
 
 SKIP_LOOKAHEAD = 16
 BACKFILL_LOOKAHEAD = 64
-UNLIMITED_WINDOW = 100
+UNLIMITED_FRONT = 100
 
 
-def window_sizes(pools: Iterable[str], ledger: Ledger, *, backfill: bool) -> dict[str, int]:
+def front_sizes(pools: Iterable[str], ledger: Ledger, *, backfill: bool) -> dict[str, int]:
     """Per pool, how many of its first pending jobs the pass reads."""
     lookahead = _lookahead(backfill)
     sizes = {}
     for pool in pools:
         free = ledger.free(pool)
-        sizes[pool] = UNLIMITED_WINDOW if free is None else max(free, 0) + 1 + lookahead
+        sizes[pool] = UNLIMITED_FRONT if free is None else max(free, 0) + 1 + lookahead
     return sizes
 
 
-def team_window_sizes(
+def team_front_sizes(
     pools: Iterable[str], ledger: Ledger, teams: Teams, *, backfill: bool, team_tags: Iterable[str] = ()
 ) -> dict[tuple[str, str], int]:
     """Per (pool, team as jobs carry it: "" for no team tag), how many of that team's first pending
-    jobs in the pool the pass reads besides the pool's window; empty without quotas. `team_tags`: the
+    jobs in the pool the pass reads besides the pool's front; empty without quotas. `team_tags`: the
     registered team tag values (those of jobs queued under quotas); those that name no configured
     team are read as the unassigned group."""
     if not teams.enabled:
