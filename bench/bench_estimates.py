@@ -86,7 +86,7 @@ def ratios(estimates: dict[str, Any]) -> dict[str, float | None]:
     return {
         f"{group} {figure}": _ratio(ceiling[group][figure], learned[group][figure])
         for group in (ALL, WAITED)
-        for figure in ("within_band", "median_error_share", "median_error_s")
+        for figure in ("within_band", "within_1_min", "within_10_min", "median_error_share", "median_error_s")
     }
 
 

@@ -100,6 +100,7 @@ def test_a_start_is_measured_against_the_first_estimate(capsys: pytest.CaptureFi
     assert len(records) == 1
     assert records[0]["StartWithinBand"] == [1.0]
     assert records[0]["StartEstimateErrorShare"][0] < 0.05
+    assert records[0]["StartWithin1Min"] == records[0]["StartWithin10Min"] == [1.0]
 
 
 def submit_spot(world: World, name: str, owner: str) -> None:

@@ -58,6 +58,8 @@ def test_one_estimate(
     assert result["within_band"] == within
     assert result["median_error_share"] == round(error_share, 4)
     assert result["median_error_s"] == round(abs(started - likely), 1)
+    assert result["within_1_min"] == (abs(started - likely) <= 60)
+    assert result["within_10_min"] == (abs(started - likely) <= 600)
 
 
 def test_figures_group_per_priority_over_all_and_over_the_waits() -> None:
@@ -76,6 +78,8 @@ def test_figures_group_per_priority_over_all_and_over_the_waits() -> None:
     assert report[ALL] == {
         "measured": 3,
         "within_band": round(2 / 3, 4),
+        "within_1_min": round(2 / 3, 4),
+        "within_10_min": round(2 / 3, 4),
         "median_error_share": 0.0,
         "median_error_s": 0.0,
         "without_time": 1,
@@ -127,6 +131,8 @@ def test_nothing_measured_has_no_shares() -> None:
     assert figures([]) == {
         "measured": 0,
         "within_band": None,
+        "within_1_min": None,
+        "within_10_min": None,
         "median_error_share": None,
         "median_error_s": None,
         "without_time": 0,

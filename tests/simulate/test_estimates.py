@@ -40,12 +40,15 @@ def test_a_family_seen_three_times_is_estimated_exactly_and_max_runtime_is_not()
     assert learned[WAITED] == {
         "measured": 1,
         "within_band": 1.0,
+        "within_1_min": 1.0,
+        "within_10_min": 1.0,
         "median_error_share": 0.0,
         "median_error_s": 0.0,
         "without_time": 0,
     }
     assert ceiling[WAITED]["within_band"] == 1.0
     assert ceiling[WAITED]["median_error_share"] == round(3000 / 599, 4)
+    assert ceiling[WAITED]["within_1_min"] == ceiling[WAITED]["within_10_min"] == 0.0  # 3,000 s late
     assert learned[ALL]["within_band"] == 1.0  # the four that started at once were told "now"
 
 

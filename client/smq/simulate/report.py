@@ -140,9 +140,11 @@ ESTIMATE_HEADERS = (
     "priority",
     "measured",
     "within band",
+    "within 1 / 10 min",
     "median error / wait",
     "median error (min)",
     "max-runtime: within band",
+    "max-runtime: within 1 / 10 min",
     "max-runtime: median error / wait",
     "max-runtime: median error (min)",
 )
@@ -164,15 +166,16 @@ def estimate_table(results: Mapping[str, Mapping[str, Any]]) -> str | None:
             other = ceiling[moment][group]
             table.append([moment, group, str(figures["measured"]), *_accuracy(figures), *_accuracy(other)])
         for kind, figures in groups["kinds"].items():
-            table.append([moment, f"kind: {kind}", str(figures["measured"]), *_accuracy(figures), "", "", ""])
+            table.append([moment, f"kind: {kind}", str(figures["measured"]), *_accuracy(figures), "", "", "", ""])
     return tabulate(table, headers=list(ESTIMATE_HEADERS), tablefmt="github", disable_numparse=True)
 
 
 def _accuracy(figures: Mapping[str, Any]) -> list[str]:
     if not figures["measured"]:
-        return ["-", "-", "-"]
+        return ["-", "-", "-", "-"]
     return [
         f"{figures['within_band']:.3f}",
+        f"{figures['within_1_min']:.3f} / {figures['within_10_min']:.3f}",
         f"{figures['median_error_share']:.3f}",
         _number(figures["median_error_s"] / MINUTE),
     ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from smq_lambda.forecast.accuracy import BAND_GRACE_S, StartAccuracy, measure_start
+from smq_lambda.forecast.accuracy import BAND_GRACE_S, NEAR_S, StartAccuracy, measure_start
 from smq_lambda.forecast.start_estimate import EstimateKind, GivenEstimate, StartEstimate
 from smq_lambda.service.start_estimates import first_given
 
@@ -76,15 +76,22 @@ class AccuracyTally:
 
 def figures(measured: Sequence[StartAccuracy], without_time: int = 0) -> dict[str, Any]:
     """`measured` estimates; `within_band`: the share whose start fell in the band;
-    `median_error_share` and `median_error_s`: of the likely start's error; `without_time`:
-    estimates with no time, not measured (None where nothing was measured)."""
+    `within_1_min` and `within_10_min`: the shares that started that close to the likely start
+    (forecast/accuracy.py NEAR_S); `median_error_share` and `median_error_s`: of the likely start's
+    error; `without_time`: estimates with no time, not measured (None where nothing was measured)."""
+    near = {f"within_{round(seconds / 60)}_min": seconds for seconds in NEAR_S}
     if not measured:
-        return {"measured": 0, "within_band": None, "median_error_share": None, "median_error_s": None,
-                "without_time": without_time}  # fmt: skip
+        return {"measured": 0, "within_band": None, **dict.fromkeys(near), "median_error_share": None,
+                "median_error_s": None, "without_time": without_time}  # fmt: skip
     return {
         "measured": len(measured),
-        "within_band": round(sum(accuracy.within_band for accuracy in measured) / len(measured), 4),
+        "within_band": _share([accuracy.within_band for accuracy in measured]),
+        **{key: _share([accuracy.within(seconds) for accuracy in measured]) for key, seconds in near.items()},
         "median_error_share": round(statistics.median(accuracy.error_share for accuracy in measured), 4),
         "median_error_s": round(statistics.median(accuracy.error_s for accuracy in measured), 1),
         "without_time": without_time,
     }
+
+
+def _share(holds: Sequence[bool]) -> float:
+    return round(sum(holds) / len(holds), 4)
