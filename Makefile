@@ -91,6 +91,7 @@ bench-trainer: setup
 
 bench-pass-cost: setup
 	$(PY) bench/bench_pass_cost.py --json $(BENCH_JSON)/pass_cost.json
+	$(PY) bench/bench_fleet_pass.py --json $(BENCH_JSON)/fleet_pass.json
 
 bench-cold-import: setup
 	$(PY) bench/bench_cold_import.py --json $(BENCH_JSON)/cold_import.json
