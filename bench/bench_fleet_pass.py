@@ -11,7 +11,7 @@ deployed pass reads: every live job and each pool's and each team's queue front
 (scheduling/queue_front.py), as service/passes.py sizes them.
 
 Measured with `time.process_time` (CPU, this process), each the best of `--repeats`:
-- decide: `decide_pass` over that snapshot;
+- decide: `decide_pass` over that snapshot (measuring its ledger included);
 - estimates: `estimate_starts` over the jobs the pass read (start estimates of the first 200 pending
   jobs, durations from MaxRuntimeInSeconds: no history), given at most ESTIMATE_CAP_S (30 CPU-s):
   one that needs more stops there, as a pass out of time does, and reads "≥";
@@ -146,7 +146,7 @@ def pending_jobs(pools: Sequence[str], per_pool: int, teams: Sequence[str | None
     return jobs
 
 
-def read_by_the_pass(live: Sequence[Job], pending: Sequence[Job], config: SchedulerConfig) -> tuple[Snapshot, Ledger]:
+def read_by_the_pass(live: Sequence[Job], pending: Sequence[Job], config: SchedulerConfig) -> Snapshot:
     """What a deployed pass reads: every live job, and the pending jobs of each pool's and each
     team's queue front (service/passes.py `_pending`, over in-memory jobs)."""
     ledger = Ledger.measure(Snapshot(jobs=tuple(live)), config)
@@ -159,12 +159,7 @@ def read_by_the_pass(live: Sequence[Job], pending: Sequence[Job], config: Schedu
     for (pool, team), size in listed_fronts(team_sizes).items():
         front = [job for job in queue if pool in job.where.pools and (job.team or "") == team][:size]
         chosen.update((job.name, job) for job in front)
-    snapshot = Snapshot(
-        jobs=(*live, *chosen.values()),
-        team_spend=dict.fromkeys(TEAMS, 0.0),
-        prices=config.prices,
-    )
-    return snapshot, ledger
+    return Snapshot(jobs=(*live, *chosen.values()), team_spend=dict.fromkeys(TEAMS, 0.0), prices=config.prices)
 
 
 def deadline() -> Callable[[], float]:
@@ -189,10 +184,10 @@ def fleet(repeats: int) -> dict[str, Any]:
     config = config_of(TYPES, 100, TEAMS, 12)
     live = running_jobs(TYPES, 100, TEAMS)
     pending = pending_jobs(TYPES, 500, TEAMS)
-    snapshot, ledger = read_by_the_pass(live, pending, config)
+    snapshot = read_by_the_pass(live, pending, config)
     read = [job for job in snapshot.jobs if not job.is_live]
     baseline, _ = best_cpu(lambda: sorted(read, key=lambda job: job.order), repeats)
-    decide_s, decision = best_cpu(lambda: decide_pass(snapshot, NOW, config, measured=ledger), repeats)
+    decide_s, decision = best_cpu(lambda: decide_pass(snapshot, NOW, config), repeats)
     estimates_s, estimates = best_cpu(lambda: estimate_starts(snapshot, NOW, config, time_left=deadline()), 1)
     return {
         "pools": len(pools),

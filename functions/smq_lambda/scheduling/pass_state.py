@@ -15,7 +15,7 @@ from smq_lambda.scheduling.actions import Action, ExplainWait, PreemptJob, Start
 from smq_lambda.scheduling.candidate import Candidate
 from smq_lambda.scheduling.capacity import Ledger
 from smq_lambda.scheduling.holds import Held, HoldKind
-from smq_lambda.scheduling.preemption import last_preemption_note
+from smq_lambda.scheduling.preemption import last_preemption_note, protection
 from smq_lambda.scheduling.snapshot import SchedulerConfig, Snapshot, held_warm_pools
 from smq_lambda.scheduling.warm_book import WarmBook
 
@@ -61,6 +61,10 @@ class PassState:
         start there only by backfill."""
         self.live: dict[str, Job] = {job.name: job for job in snapshot.jobs if job.is_live}
         """Live jobs not (yet) chosen for preemption in this pass."""
+        self._live_of_team: defaultdict[str, dict[str, Job]] = defaultdict(dict)
+        for job in self.live.values():
+            self._live_of_team[ledger.team(job)][job.name] = job
+        self._protected: dict[str, bool] = {}
         self.explained: set[str] = set()
         """Jobs whose reason this pass wrote, or found current: the read side shows it as it is."""
         self.held: dict[str, HoldKind] = {}
@@ -157,6 +161,24 @@ class PassState:
         suffix = self.suffixes.get(job.name)
         return reason if suffix is None else f"{reason}; {suffix}"
 
+    def live_of_team(self, team: str) -> Iterable[Job]:
+        """The live jobs of `team` still standing, in snapshot order: the priority rule looks only
+        there, so it need not walk every live job for every head."""
+        return self._live_of_team[team].values()
+
+    def protected(self, job: Job) -> bool:
+        """The preemption rules protect live `job` from the priority rule now
+        (`preemption.protection`): asked once per job and pass, however many heads ask."""
+        known = self._protected.get(job.name)
+        if known is None:
+            known = self._protected[job.name] = protection(job, self.now, self.config.preemption) is not None
+        return known
+
+    def stand_down(self, job: Job) -> None:
+        """`job`, live, is being stopped in this pass: no later rule may choose it again."""
+        del self.live[job.name]
+        del self._live_of_team[self.ledger.team(job)][job.name]
+
     def preempt(self, targets: Sequence[Job], for_job: Candidate, reason_for: Callable[[Job], str]) -> None:
         """Stop `targets` for `for_job`; their instances count as on their way back from now on."""
         for target in targets:
@@ -164,7 +186,7 @@ class PassState:
             assert attempt is not None, "preemption candidates have an attempt"
             note = last_preemption_note(target, self.config.preemption)
             self.actions.append(PreemptJob(target.name, attempt.number, for_job.name, reason_for(target), note))
-            del self.live[target.name]
+            self.stand_down(target)
         self.ledger.release(targets)
 
 

@@ -47,7 +47,7 @@ def stop_at_window_end(state: PassState) -> None:
                 outcome=AttemptOutcome.PLAN_WINDOW_CLOSED,
             )
         )
-        del state.live[job.name]
+        state.stand_down(job)
         stopped.append(job)
     state.ledger.release(stopped)
 

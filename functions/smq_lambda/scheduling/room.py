@@ -13,7 +13,6 @@ from smq_lambda.scheduling.preemption import (
     RECLAIMABLE_STATES,
     is_reclaimable_by,
     least_progress_first,
-    protection,
     select_targets,
 )
 from smq_lambda.scheduling.reasons import PoolView
@@ -77,12 +76,11 @@ def priority_candidates(state: PassState, head: Candidate) -> tuple[list[Job], i
     """Live jobs of `head`'s team that the priority rule lets it stop, and how many more would be
     but are protected (see `preemption.protection`). Without quotas the team is the unassigned
     group: every live job of the queue."""
-    team = state.ledger.team(head)
     candidates, protected = [], 0
-    for other in state.live.values():
-        if state.ledger.team(other) != team or not is_reclaimable_by(other, head):
+    for other in state.live_of_team(state.ledger.team(head)):
+        if not is_reclaimable_by(other, head):
             continue
-        if not other.is_backfill and protection(other, state.now, state.config.preemption) is not None:
+        if not other.is_backfill and state.protected(other):
             protected += 1
         else:
             candidates.append(other)

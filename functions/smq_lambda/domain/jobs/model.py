@@ -172,7 +172,7 @@ class Job:
             return None
         return Placement(self.where.pool, self.where.instances, spot=self.purchase.spot)
 
-    @property
+    @cached_property
     def current_attempt(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None
 
@@ -198,7 +198,7 @@ class Job:
     def is_live(self) -> bool:
         return self.state in LIVE_STATES
 
-    @property
+    @cached_property
     def is_backfill(self) -> bool:
         attempt = self.current_attempt
         return self.is_live and attempt is not None and attempt.backfill
