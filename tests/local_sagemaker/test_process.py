@@ -35,7 +35,12 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_for_file(path: Path, timeout: float = 10.0) -> dict[str, Any]:
+STARTUP_TIMEOUT_S = 60.0
+"""How long a test waits for a training process to start and write or log something: Python's start
+and imports, which took over 10 s on a loaded CI machine. A wait, not a speed check."""
+
+
+def wait_for_file(path: Path, timeout: float = STARTUP_TIMEOUT_S) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.read_text()):
         assert time.monotonic() < deadline, f"{path} never appeared"
@@ -43,7 +48,7 @@ def wait_for_file(path: Path, timeout: float = 10.0) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def wait_for_line(stack: Stack, name: str, pattern: str, timeout: float = 10.0) -> None:
+def wait_for_line(stack: Stack, name: str, pattern: str, timeout: float = STARTUP_TIMEOUT_S) -> None:
     """Wait until the job's local log copy shows `pattern` (the job has made progress)."""
     deadline = time.monotonic() + timeout
     while True:
