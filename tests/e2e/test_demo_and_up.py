@@ -30,10 +30,10 @@ def _children_once_spawned(pid: int, timeout: float = 30) -> list[psutil.Process
     return children
 
 
-SHORT_JOBS = Pace(trainer_steps=360)
-"""Under a third of the demo's training, the suite's largest cost. job4 is submitted once job1 has
-saved its first checkpoint (step 100); job1 trains twice the others' steps, so 620 steps (15 s or
-more on one core) are left for the preemption to land mid-training, also on a loaded machine."""
+SHORT_JOBS = Pace(trainer_steps=240)
+"""A fifth of the demo's training, the suite's largest cost. job4 is submitted once job1 has saved
+its first checkpoint (step 100); job1 trains twice the others' steps, so 380 steps (10 s or more on
+one core) are left for the preemption to land mid-training, also on a loaded machine."""
 
 
 @pytest.mark.slow
