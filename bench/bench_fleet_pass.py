@@ -30,17 +30,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench_pass_cost import job
 from smq_lambda.domain.config.config_document import parse_config_document
 from smq_lambda.domain.jobs import lifecycle
 from smq_lambda.domain.jobs.model import Job
-from smq_lambda.domain.jobs.states import JobState
 from smq_lambda.domain.placements.placement import Placement
 from smq_lambda.domain.placements.purchase import Purchase, spot_pool
 from smq_lambda.forecast.estimate import estimate_starts
@@ -60,6 +59,7 @@ TYPES = [
 TEAMS = [f"team-{index}" for index in range(8)]
 SPOT_TYPES = TYPES[:4]
 PLAN_TYPE = TYPES[-2]
+MAX_RUNTIME_S = 4 * 3600
 LAMBDA_VCPU = 0.29
 """The scheduler's share of a vCPU at 512 MB: Lambda-equivalent seconds are CPU-seconds / this."""
 ESTIMATE_CAP_S = 30.0
@@ -96,26 +96,10 @@ def config_of(pools: Sequence[str], capacity: int, teams: Sequence[str], quota: 
 
 
 def new_job(name: str, pool: str, team: str | None, priority: int, submitted_at: datetime) -> Job:
-    request = {
-        "TrainingJobName": name,
-        "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
-        "AlgorithmSpecification": {"TrainingImage": "trainer:latest", "TrainingInputMode": "File"},
-        "OutputDataConfig": {"S3OutputPath": "s3://bucket/output"},
-        "ResourceConfig": {"InstanceType": pool, "InstanceCount": 1, "VolumeSizeInGB": 100},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 4 * 3600},
-    }
-    return Job(
-        name=name,
-        job_id=uuid.uuid4().hex,
-        state=JobState.PENDING,
-        priority=priority,
-        submitted_at=submitted_at,
-        demand={pool: 1},
-        owner="arn:aws:iam::123456789012:role/researcher",
-        request=request,
-        team=team,
-        max_runtime_s=4 * 3600,
-    )
+    """bench_pass_cost's job in `pool`, of `team`, with a MaxRuntimeInSeconds of 4 hours."""
+    queued = job(name, priority, submitted_at, pool)
+    request = {**queued.request, "StoppingCondition": {"MaxRuntimeInSeconds": MAX_RUNTIME_S}}
+    return replace(queued, request=request, team=team, max_runtime_s=MAX_RUNTIME_S)
 
 
 def running_jobs(pools: Sequence[str], per_pool: int, teams: Sequence[str | None]) -> list[Job]:

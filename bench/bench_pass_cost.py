@@ -148,13 +148,13 @@ class StaticConfig:
         return SchedulerConfig(pools={POOL: CAPACITY})
 
 
-def job(name: str, priority: int, submitted_at: datetime) -> Job:
+def job(name: str, priority: int, submitted_at: datetime, pool: str = POOL) -> Job:
     request = {
         "TrainingJobName": name,
         "RoleArn": "arn:aws:iam::123456789012:role/SageMakerRole",
         "AlgorithmSpecification": {"TrainingImage": "trainer:latest", "TrainingInputMode": "File"},
         "OutputDataConfig": {"S3OutputPath": "s3://bucket/output"},
-        "ResourceConfig": {"InstanceType": POOL, "InstanceCount": 1, "VolumeSizeInGB": 100},
+        "ResourceConfig": {"InstanceType": pool, "InstanceCount": 1, "VolumeSizeInGB": 100},
         "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
         "HyperParameters": {"epochs": "10", "learning-rate": "0.0003", "model": "vit_base_patch16_224"},
     }
@@ -164,7 +164,7 @@ def job(name: str, priority: int, submitted_at: datetime) -> Job:
         state=JobState.PENDING,
         priority=priority,
         submitted_at=submitted_at,
-        demand={POOL: 1},
+        demand={pool: 1},
         owner="arn:aws:iam::123456789012:role/researcher",
         request=request,
     )
